@@ -1,0 +1,225 @@
+"""The aiohttp application: one middleware that authenticates, applies fault rules, renders
+errors in the API's envelope and journals every request; routes live in :mod:`fake_server.routes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server import errors
+from fake_server.errors import ApiError
+from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
+from fake_server.journal import Entry
+from fake_server.lifecycle import Status
+from fake_server.routes import control, meta, runtime, sandboxes
+from fake_server.routes.common import FAKE, SCOPE, RequestScope, envelope_response
+from fake_server.sandbox import Sandbox, isoformat
+
+if TYPE_CHECKING:
+    from fake_server.fake import FakeCreateOS
+
+__all__ = ["build_app"]
+
+log = logging.getLogger("fake_server")
+
+#: Paths under /v1 that need no API key (everything outside /v1 needs none either).
+PUBLIC_PATHS = frozenset({"/v1/shapes", "/v1/rootfs"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def build_app(fake: FakeCreateOS) -> web.Application:
+    """An application serving ``fake`` (routes, middleware, control API)."""
+    app = web.Application(
+        middlewares=[_middleware(fake)],
+        client_max_size=fake.config.max_file_bytes + (64 << 10),
+        handler_args={"max_field_size": 16 << 10},
+    )
+    app[FAKE] = fake
+    for module in (meta, sandboxes, runtime, control):
+        module.add_routes(app.router)
+    return app
+
+
+def _middleware(fake: FakeCreateOS) -> Any:
+    request_ids = itertools.count(1)
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        opened = fake.journal.ticket()
+        started = fake.clock.now()
+        info = request.match_info
+        resource = info.route.resource
+        template = resource.canonical if resource is not None else None
+        entry = Entry(
+            seq=0,
+            opened=opened,
+            kind="request",
+            at=started,
+            time=isoformat(fake.clock.wall()),
+            method=request.method,
+            route=template,
+            path=request.path,
+            sandbox=info.get("id"),
+        )
+        request_id = f"req_{next(request_ids):08d}"
+        response: web.StreamResponse | None = None
+        try:
+            response = await _serve(fake, request, handler, entry)
+        except _Dropped:
+            response = web.Response(status=499)
+            entry.detail = "connection closed without a response"
+        except ApiError as exc:
+            response = envelope_response(exc.envelope(), exc.status, headers=exc.headers)
+        except web.HTTPException as exc:
+            response = _http_exception(exc)
+        except Exception:  # never a traceback to the client: a 500 in the envelope
+            log.exception("fake-createos: unhandled error in %s %s", request.method, request.path)
+            response = envelope_response(
+                ApiError(500, "internal error in the fake").envelope(), 500
+            )
+        finally:
+            dropped = entry.detail is not None
+            entry.status = response.status if response is not None and not dropped else None
+            entry.duration_ms = round((fake.clock.now() - started) * 1000, 3)
+            entry.seq = fake.journal.ticket()
+            fake.journal.record(entry)
+        if not response.prepared:
+            response.headers["X-Request-ID"] = request_id
+        return response
+
+    return middleware
+
+
+async def _serve(
+    fake: FakeCreateOS, request: web.Request, handler: Handler, entry: Entry
+) -> web.StreamResponse:
+    template = entry.route or ""
+    sandbox: Sandbox | None = None
+    request_scope = RequestScope()
+    SCOPE.set(request_scope)
+    if template.startswith("/v1/") and template not in PUBLIC_PATHS:
+        tenant = fake.tenants.resolve(request.headers.get("X-Api-Key"))
+        request_scope.tenant = tenant
+        entry.tenant = tenant.id
+        if entry.sandbox is not None:
+            sandbox = tenant.sandboxes.get(entry.sandbox)
+            entry.sandbox_status = sandbox.status.value if sandbox is not None else None
+    if template.startswith("/_fake/"):
+        # The control API is never subject to fault rules: it is how a test recovers.
+        return await handler(request)
+    info = RequestInfo(
+        method=request.method,
+        route=entry.route,
+        sandbox=entry.sandbox,
+        tenant=entry.tenant,
+        client=request.remote or "",
+    )
+    fired = fake.faults.evaluate(info, fake.clock.now())
+    entry.rules = [rule.id for rule in fired]
+    for rule in fired:
+        await _before(fake, request, rule, sandbox, request_scope)
+    response = await handler(request)
+    for rule in fired:
+        response = await _after(fake, request, rule, sandbox, response)
+    return response
+
+
+class _Dropped(Exception):
+    """The connection was closed on purpose: there is no response to journal."""
+
+
+def _drop(request: web.Request) -> None:
+    if request.transport is not None:
+        request.transport.abort()
+    raise _Dropped
+
+
+async def _before(
+    fake: FakeCreateOS,
+    request: web.Request,
+    rule: Rule,
+    sandbox: Sandbox | None,
+    request_scope: RequestScope,
+) -> None:
+    action = rule.action
+    kind = action.type
+    if kind == "latency":
+        await fake.clock.sleep(fake.faults.latency_seconds(action))
+    elif kind == "gate" and action.get("when", "before") == "before":
+        await fake.faults.gate_named(action.params["name"]).hold()
+    elif kind == "error":
+        retry_after = action.get("retry_after")
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+        body = action.get("body")
+        raise ApiError(
+            int(action.params["status"]),
+            action.get("message") or (body if isinstance(body, str) else errors.INJECTED_ERROR),
+            data=body if isinstance(body, dict) else None,
+            headers=headers,
+        )
+    elif kind == "rate_limit":
+        wait = fake.faults.retry_after_seconds(rule, request.remote or "", fake.clock.now())
+        raise ApiError(429, errors.RATE_LIMITED, headers={"Retry-After": str(wait)})
+    elif kind == "reset":
+        _drop(request)
+    elif kind == "hang":
+        # Until the client gives up (the handler is cancelled) or the server stops.
+        await asyncio.Event().wait()
+    elif kind in ("stream", "process_survives"):
+        request_scope.directives[kind] = action.params
+    elif sandbox is not None:
+        _state_fault(fake, rule, sandbox)
+
+
+def _state_fault(fake: FakeCreateOS, rule: Rule, sandbox: Sandbox) -> None:
+    action = rule.action
+    if action.type == "stuck":
+        fake.state_faults.stick(sandbox)
+    elif action.type == "transition_error":
+        fake.state_faults.fail_transition(sandbox, Status(action.get("status", "error")))
+    elif action.type == "destroy":
+        fake.state_faults.set_status(sandbox, Status.DESTROYED)
+    elif action.type == "marker":
+        fake.state_faults.marker(
+            sandbox, action.params["mode"], action.get("path", DEFAULT_MARKER_PATH)
+        )
+
+
+async def _after(
+    fake: FakeCreateOS,
+    request: web.Request,
+    rule: Rule,
+    sandbox: Sandbox | None,
+    response: web.StreamResponse,
+) -> web.StreamResponse:
+    action = rule.action
+    if action.type == "gate" and action.get("when") == "after":
+        await fake.faults.gate_named(action.params["name"]).hold()
+    elif action.type == "drop_response":
+        _drop(request)
+    elif action.type == "malformed" and not response.prepared:
+        # Truncated JSON with the right content type: what a proxy cutting a body looks like.
+        return web.Response(
+            status=200, body=b'{"status":"success","data":{', content_type="application/json"
+        )
+    return response
+
+
+def _http_exception(exc: web.HTTPException) -> web.StreamResponse:
+    if exc.status == 404:
+        message = errors.ROUTE_NOT_FOUND
+    elif exc.status == 405:
+        message = errors.METHOD_NOT_ALLOWED
+    elif exc.status == 413:
+        message = errors.BODY_TOO_LARGE
+    else:
+        message = exc.reason
+    headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+    return envelope_response(ApiError(exc.status, message).envelope(), exc.status, headers=headers)

@@ -1,0 +1,140 @@
+"""``fake-createos serve``: the fake as a standalone server for manual testing and for clients
+in other languages. Also ``python -m fake_server``.
+
+Example::
+
+    $ fake-createos serve --port 0 --seed 7
+    http://127.0.0.1:41234
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import signal
+import sys
+from collections.abc import Sequence
+
+from fake_server.config import ServerConfig
+from fake_server.fake import FakeCreateOS
+from fake_server.runner import LOOPBACK, start_site, stop_site
+
+__all__ = ["build_parser", "main"]
+
+REMOTE_REFUSED = (
+    "refusing to listen on {host}: the fake has no real authentication. "
+    "Pass --allow-remote if you really mean it."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fake-createos", description="An in-memory fake of the CreateOS sandbox API."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the fake over HTTP until interrupted")
+    serve.add_argument("--host", default=LOOPBACK, help="address to bind (default: %(default)s)")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=8080,
+        help="port to bind; 0 picks a free one (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--allow-remote", action="store_true", help="allow a --host that is not a loopback address"
+    )
+    serve.add_argument("--seed", type=int, default=None, help="seed for ids, names and faults")
+    serve.add_argument(
+        "--transition-ms",
+        type=float,
+        default=ServerConfig.transition_ms,
+        help="duration of pause/resume/fork/delete (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--create-ms",
+        type=float,
+        default=ServerConfig.create_ms,
+        help="how long a new sandbox stays 'creating' (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="register an API key (repeatable)",
+    )
+    serve.add_argument(
+        "--strict", action="store_true", help="accept only registered API keys (see --api-key)"
+    )
+    serve.add_argument(
+        "--manual-clock",
+        action="store_true",
+        help="time moves only through POST /_fake/clock/advance",
+    )
+    serve.add_argument(
+        "--deleted",
+        choices=("destroyed", "404"),
+        default="destroyed",
+        help="what GET answers for a deleted sandbox (default: %(default)s)",
+    )
+    return parser
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    return ServerConfig(
+        seed=args.seed,
+        transition_ms=args.transition_ms,
+        create_ms=args.create_ms,
+        api_keys=tuple(args.api_key),
+        strict=args.strict,
+        manual_clock=args.manual_clock,
+        deleted=args.deleted,
+    )
+
+
+async def _serve(fake: FakeCreateOS, host: str, port: int) -> None:
+    runner, url = await start_site(fake, host, port)
+    print(url, flush=True)
+    print(f"seed={fake.seed} dashboard={url}/_fake/", file=sys.stderr, flush=True)
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopped.set)
+    try:
+        await stopped.wait()
+    finally:
+        await stop_site(fake, runner)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``fake-createos``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not _is_loopback(args.host) and not args.allow_remote:
+        parser.error(REMOTE_REFUSED.format(host=args.host))
+    if args.strict and not args.api_key:
+        parser.error("--strict needs at least one --api-key")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port must be between 0 and 65535")
+    if args.transition_ms < 0 or args.create_ms < 0:
+        parser.error("durations must not be negative")
+    fake = FakeCreateOS(config_from_args(args))
+    try:
+        asyncio.run(_serve(fake, args.host, args.port))
+    except OSError as exc:
+        print(
+            f"fake-createos: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -1,0 +1,55 @@
+"""The fake's configuration: one frozen object, shared by the Python API, the CLI and the plugin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from fake_server.catalog import DEFAULT_REGION
+from fake_server.lifecycle import Durations
+
+__all__ = ["ServerConfig"]
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How a fake behaves.
+
+    Example::
+
+        ServerConfig(seed=7, transition_ms=0, manual_clock=True, api_keys=("skp_test",))
+    """
+
+    #: Seed for ids, names and probability faults; ``None`` draws one (readable as ``fake.seed``).
+    seed: int | None = None
+    #: Duration of pause, resume, fork and delete transitions.
+    transition_ms: float = 50.0
+    #: Duration of ``creating`` (0: the create call answers with a running sandbox, as the real
+    #: service does).
+    create_ms: float = 0.0
+    #: Use a :class:`~fake_server.clock.ManualClock` that only moves when told to.
+    manual_clock: bool = False
+    #: Keys registered at start (each its own tenant).
+    api_keys: tuple[str, ...] = ()
+    #: Only registered keys are accepted (otherwise any non-empty key is a fresh tenant).
+    strict: bool = False
+    #: What GET answers for a deleted sandbox: its ``destroyed`` row, or 404.
+    deleted: Literal["destroyed", "404"] = "destroyed"
+    #: How a ``connect`` cursor older than the retained output is answered.
+    eviction: Literal["http", "frame"] = "http"
+    region: str = DEFAULT_REGION
+    journal_capacity: int = 10_000
+    #: Per-process output journal size (the real service keeps 1 MiB).
+    output_cap_bytes: int = 1 << 20
+    max_file_bytes: int = 64 << 20
+    max_json_bytes: int = 256 << 10
+    heartbeat_s: float = 5.0
+    #: Upper bound for ``wait?timeout_ms=`` and the default when absent.
+    max_wait_ms: int = 60_000
+
+    def durations(self) -> Durations:
+        return Durations.uniform(self.transition_ms / 1000, create=self.create_ms / 1000)
+
+    def with_changes(self, **changes: object) -> ServerConfig:
+        """A copy with some fields changed, e.g. ``config.with_changes(seed=3)``."""
+        return replace(self, **changes)  # type: ignore[arg-type]

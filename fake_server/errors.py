@@ -1,0 +1,114 @@
+"""The API's errors and every user-facing error message, in one place.
+
+Handlers and the lifecycle model raise :class:`ApiError`; the HTTP layer renders it as a JSend
+envelope with the right status. Messages mirror the real service's wording where it is known
+(see the contract), so clients that match on text keep working.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ApiError"]
+
+# Authentication and routing
+INVALID_API_KEY = "missing or invalid API key"
+ROUTE_NOT_FOUND = "route not found"
+METHOD_NOT_ALLOWED = "method not allowed"
+ADMIN_ONLY = "administrator credentials required"
+
+# Request bodies and parameters
+INVALID_JSON = "request body must be valid JSON"
+BODY_NOT_OBJECT = "request body must be a JSON object"
+BODY_TOO_LARGE = "request body too large"
+UNKNOWN_FIELD = "unknown field"
+INVALID_QUERY = "invalid query parameter"
+
+# Sandboxes
+SANDBOX_NOT_FOUND = "sandbox not found"
+UNKNOWN_SHAPE = "unknown shape"
+UNKNOWN_ROOTFS = "unknown rootfs"
+REGION_MISMATCH = "region does not match this server"
+NAME_TAKEN = "a sandbox with this name already exists"
+NAME_INVALID = "name must be 1-22 characters of letters, digits and '-'"
+AUTO_PAUSE_RANGE = "auto_pause_after_seconds must be between 60 and 86400"
+BANDWIDTH_QUOTA = "bandwidth_quota_bytes cannot be set on create"
+ENV_NAME_INVALID = "environment variable names must match [A-Za-z_][A-Za-z0-9_]*"
+ENV_UNDECLARED = "env overrides may only use keys declared when the sandbox was created"
+NOT_RUNNING = "sandbox is {status}; resume it before accessing files"
+CANNOT_PAUSE = "sandbox is {status}; only a running sandbox can be paused"
+CANNOT_RESUME = "sandbox is {status}; only a paused or errored sandbox can be resumed"
+CANNOT_FORK = "sandbox is {status}; only a paused sandbox can be forked"
+CANNOT_MODIFY = "sandbox is {status}; it can no longer be modified"
+RESIZE_NOT_LARGER = "disk_mib must be larger than the current disk size"
+
+# Exec, files and processes
+CMD_REQUIRED = "cmd is required"
+PATH_REQUIRED = "path query parameter is required"
+PATH_NOT_ABSOLUTE = "path must be absolute"
+PATH_INVALID = "path must not contain NUL bytes"
+FILE_NOT_FOUND = "file not found"
+FILE_IS_DIRECTORY = "path is a directory"
+FILE_TOO_LARGE = "file exceeds the maximum upload size"
+PROCESS_NOT_FOUND = "process not found"
+PROCESS_STDIN_CLOSED = "process stdin is already closed"
+PROCESS_EXITED = "process has exited"
+PROCESS_NOT_PTY = "process is not a pty"
+PROCESS_IS_PTY = "stdin close is not supported for pty processes"
+SIGNAL_INVALID = "signal must be one of {allowed}"
+OUTPUT_EVICTED = "output_offset_expired"
+WAIT_TIMEOUT = "process did not exit before timeout_ms"
+INPUT_INVALID = "data_base64 must be standard padded base64"
+
+# Faults and rate limits
+RATE_LIMITED = "rate limit exceeded"
+INJECTED_ERROR = "injected error"
+
+
+class ApiError(Exception):
+    """An error answered in the API's JSend envelope.
+
+    4xx answers are ``{"status": "fail", ...}``, 5xx answers ``{"status": "error", ...}``; both
+    carry ``message`` and a numeric ``code`` (the HTTP status), which is what the official SDK
+    reads first. ``data`` carries field-keyed validation details when there are any.
+
+    Example::
+
+        raise ApiError(404, SANDBOX_NOT_FOUND)
+        raise ApiError(400, "invalid request", data={"shape": UNKNOWN_SHAPE})
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        data: dict[str, Any] | str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.data = data
+        self.headers = headers or {}
+
+    def envelope(self) -> dict[str, Any]:
+        """The JSend body for this error."""
+        body: dict[str, Any] = {
+            "status": "fail" if self.status < 500 else "error",
+            "message": self.message,
+            "code": self.status,
+        }
+        if self.data is not None:
+            body["data"] = self.data
+        return body
+
+    @classmethod
+    def invalid(cls, field: str, problem: str) -> ApiError:
+        """A 400 naming the offending field, e.g. ``ApiError.invalid("shape", UNKNOWN_SHAPE)``."""
+        return cls(400, f"{field}: {problem}", data={field: problem})
+
+    @classmethod
+    def conflict(cls, template: str, status: str) -> ApiError:
+        """A 409 for an operation the sandbox's current status does not allow."""
+        return cls(409, template.format(status=status))

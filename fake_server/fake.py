@@ -1,0 +1,236 @@
+"""``FakeCreateOS``: the one object that owns a fake's state.
+
+Everything a fake knows — tenants and their sandboxes, the clock, the journal, fault rules,
+registered commands — hangs off one instance; two instances never share anything, and
+:meth:`FakeCreateOS.reset` is a composition of named steps.
+
+Example::
+
+    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0))
+    async with serve(fake) as url:
+        key = fake.create_tenant()
+        ...  # talk to f"{url}/v1/sandboxes" with X-Api-Key: key
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from fake_server import errors
+from fake_server.clock import Clock, ManualClock, RealClock
+from fake_server.config import ServerConfig
+from fake_server.errors import ApiError
+from fake_server.faults import FaultEngine
+from fake_server.identifiers import Identifiers
+from fake_server.journal import Entry, Journal
+from fake_server.lifecycle import Lifecycle, TransitionEvent
+from fake_server.processes import ManagedProcess
+from fake_server.runtime import Runtime
+from fake_server.sandbox import Sandbox, isoformat
+from fake_server.sandboxes import SandboxService
+from fake_server.shell import CommandHandler, CommandRegistry
+from fake_server.state_faults import StateFaults
+from fake_server.tenants import Tenant, Tenants
+
+__all__ = ["FakeCreateOS"]
+
+
+class FakeCreateOS:
+    """An in-memory CreateOS sandbox API.
+
+    Attributes: ``config``, ``clock``, ``journal``, ``tenants``, ``sandboxes`` (management
+    operations), ``runtime`` (exec/files/processes), ``commands`` (the emulator's command
+    registry), ``seed``.
+    """
+
+    def __init__(self, config: ServerConfig | None = None, **overrides: Any) -> None:
+        config = config or ServerConfig()
+        if overrides:
+            config = config.with_changes(**overrides)
+        self.config = config
+        self.clock: Clock = ManualClock() if config.manual_clock else RealClock()
+        self.ids = Identifiers(config.seed)
+        self.journal = Journal(config.journal_capacity)
+        self.commands = CommandRegistry.with_builtins()
+        self.tenants = Tenants(self.ids, strict=config.strict)
+        self.lifecycle = Lifecycle(
+            self.clock, config.durations(), on_event=self._journal_transition
+        )
+        self.runtime = Runtime(
+            self.clock,
+            self.ids,
+            self.commands,
+            config,
+            on_process_event=self._journal_process,
+            on_activity=lambda sandbox: self.sandboxes.touch(sandbox),
+        )
+        self.sandboxes = SandboxService(
+            self.lifecycle,
+            self.ids,
+            self.clock,
+            region=config.region,
+            on_going_away=Runtime.stop_all,
+        )
+        self.faults = FaultEngine(self.ids.seed)
+        self.state_faults = StateFaults(self.lifecycle, self.faults.random)
+        for key in config.api_keys:
+            self.tenants.register(key)
+
+    @property
+    def seed(self) -> int:
+        """The seed in use (drawn at random when the config gave none)."""
+        return self.ids.seed
+
+    # -- tenants ----------------------------------------------------------------------------
+
+    def create_tenant(self, api_key: str | None = None) -> str:
+        """Register ``api_key`` (or mint a fresh one) as its own tenant; returns the key.
+
+        Example::
+
+            key = fake.create_tenant()      # 'skp_...'
+        """
+        if api_key is None:
+            return self.tenants.create()
+        self.tenants.register(api_key)
+        return api_key
+
+    def tenant(self, api_key: str) -> Tenant:
+        """The tenant behind a key (registering it unless the fake is strict)."""
+        return self.tenants.resolve(api_key)
+
+    def drop_tenant(self, api_key: str) -> None:
+        """Forget a tenant and stop everything its sandboxes were doing."""
+        tenant = self.tenants.resolve(api_key)
+        for sandbox in tenant.sandboxes.values():
+            Runtime.stop_all(sandbox)
+        self.sandboxes.forget_tenant(tenant)
+        self.tenants.forget(api_key)
+
+    def register_command(self, name: str, handler: CommandHandler) -> None:
+        """Add a command to the emulator, e.g. a fake ``python3`` that streams output.
+
+        Example::
+
+            async def python3(ctx, args):
+                ctx.stdout.write(b"ok\\n")
+                return 0
+            fake.register_command("python3", python3)
+        """
+        self.commands.register(name, handler)
+
+    # -- reset --------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Back to a fresh fake: no tenants but the configured keys, no rules (gates opened),
+        empty journal."""
+        self._stop_everything()
+        self.faults.clear()
+        self.tenants.clear()
+        self.journal.clear()
+        for key in self.config.api_keys:
+            self.tenants.register(key)
+
+    def _stop_everything(self) -> None:
+        for tenant in self.tenants:
+            for sandbox in tenant.sandboxes.values():
+                Runtime.stop_all(sandbox)
+            self.sandboxes.forget_tenant(tenant)
+
+    def find_sandbox(self, sandbox_id: str) -> Sandbox:
+        """A sandbox by id in any tenant (for the control API); 404 when there is none."""
+        for tenant in self.tenants:
+            sandbox = tenant.sandboxes.get(sandbox_id)
+            if sandbox is not None:
+                return sandbox
+        raise ApiError(404, errors.SANDBOX_NOT_FOUND)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """A JSON snapshot of tenants, sandboxes and processes (for the control API and the
+        dashboard)."""
+        return {
+            "seed": self.seed,
+            "clock": {
+                "manual": self.clock_is_manual,
+                "now": self.clock.now(),
+                "wall": isoformat(self.clock.wall()),
+            },
+            "tenants": [
+                {
+                    "id": tenant.id,
+                    "sandboxes": [_sandbox_state(sandbox) for sandbox in tenant.sandboxes.values()],
+                }
+                for tenant in self.tenants
+            ],
+            "rules": [rule.as_json() for rule in self.faults],
+            "gates": [gate.as_json() for gate in self.faults.gates.values()],
+            "journal": {
+                "size": len(self.journal),
+                "capacity": self.journal.capacity,
+                "dropped": self.journal.dropped,
+            },
+        }
+
+    @property
+    def clock_is_manual(self) -> bool:
+        return isinstance(self.clock, ManualClock)
+
+    # -- HTTP -----------------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        """A fresh aiohttp application serving this fake."""
+        from fake_server.app import build_app
+
+        return build_app(self)
+
+    # -- journal hooks --------------------------------------------------------------------------
+
+    def _event_entry(self, **fields: Any) -> Entry:
+        ticket = self.journal.ticket()
+        return Entry(
+            seq=ticket,
+            opened=ticket,
+            at=self.clock.now(),
+            time=isoformat(self.clock.wall()),
+            **fields,
+        )
+
+    def _journal_transition(self, event: TransitionEvent) -> None:
+        self.journal.record(
+            self._event_entry(
+                kind="transition",
+                tenant=event.tenant,
+                sandbox=event.sandbox_id,
+                before=event.before.value if event.before else None,
+                after=event.after.value,
+                cause=event.cause,
+            )
+        )
+
+    def _journal_process(self, process: ManagedProcess, sandbox: Sandbox, what: str) -> None:
+        detail = (
+            what if what == "start" else f"exit code={process.exit_code} signal={process.signal}"
+        )
+        self.journal.record(
+            self._event_entry(
+                kind="process",
+                tenant=sandbox.tenant,
+                sandbox=sandbox.id,
+                process=process.process_id,
+                detail=detail,
+            )
+        )
+
+
+def _sandbox_state(sandbox: Sandbox) -> dict[str, Any]:
+    view = sandbox.view()
+    view["processes"] = (
+        [process.view() for process in sandbox.processes.values()] if sandbox.has_processes else []
+    )
+    if sandbox.pending is not None:
+        view["pending"] = {"target": sandbox.pending.target.value, "stuck": sandbox.pending.stuck}
+    return view

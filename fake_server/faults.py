@@ -1,0 +1,460 @@
+"""The fault engine: declarative rules, drawn from one seeded generator, applied per request.
+
+A rule is a :class:`Match` plus an :class:`Action`. Every matching rule fires, in the order
+the rules were added; an action that ends the request (an error, a reset, a hang...) stops
+the evaluation. The same rules come from Python, the pytest marker, the control API and the
+CLI's ``--faults`` file: all of them go through :func:`parse_rule`.
+
+Example::
+
+    fake.faults.error(503, route="POST /v1/sandboxes/{id}/resume", times=1, retry_after=1)
+    fake.faults.latency(200, jitter_ms=20, route="/v1/sandboxes/{id}/exec")
+    gate = fake.faults.gate("release", route="DELETE /v1/sandboxes/{id}")
+    fake.faults.add({"match": {"route": "GET /v1/sandboxes/{id}"},
+                     "action": {"type": "reset"}, "probability": 0.1})
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fake_server.gates import Gate
+
+__all__ = [
+    "ACTION_TYPES",
+    "STREAM_KINDS",
+    "Action",
+    "FaultEngine",
+    "FaultError",
+    "Match",
+    "RequestInfo",
+    "Rule",
+    "parse_rule",
+]
+
+#: Lease-marker path of the reference provider: the default target of marker faults.
+DEFAULT_MARKER_PATH = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
+
+STREAM_KINDS = ("gap", "evict", "malformed_frame", "no_exit", "disconnect")
+MARKER_MODES = ("wipe", "replace", "garble")
+DISTRIBUTIONS = ("uniform", "normal", "exponential")
+
+#: type -> (allowed parameters, required parameters)
+ACTION_TYPES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "latency": (frozenset({"ms", "jitter_ms", "distribution"}), frozenset({"ms"})),
+    "error": (frozenset({"status", "message", "body", "retry_after"}), frozenset({"status"})),
+    "reset": (frozenset(), frozenset()),
+    "hang": (frozenset(), frozenset()),
+    "drop_response": (frozenset(), frozenset()),
+    "malformed": (frozenset(), frozenset()),
+    "gate": (frozenset({"name", "when"}), frozenset({"name"})),
+    "rate_limit": (frozenset({"limit", "window_s"}), frozenset({"limit"})),
+    "stream": (frozenset({"kind", "after_frames"}), frozenset({"kind"})),
+    "process_survives": (frozenset(), frozenset()),
+    "stuck": (frozenset(), frozenset()),
+    "transition_error": (frozenset({"status"}), frozenset()),
+    "destroy": (frozenset(), frozenset()),
+    "marker": (frozenset({"mode", "path"}), frozenset({"mode"})),
+}
+#: Actions after which the handler never runs.
+ENDING = frozenset({"error", "reset", "hang", "rate_limit"})
+
+
+class FaultError(ValueError):
+    """A rule that does not make sense; the message says which part and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What a rule can match on."""
+
+    method: str
+    route: str | None
+    sandbox: str | None
+    tenant: str | None
+    client: str
+
+
+@dataclass(slots=True)
+class Match:
+    """Which requests a rule applies to; ``None`` matches anything."""
+
+    method: str | None = None
+    route: str | None = None
+    sandbox: str | None = None
+    tenant: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.route and " " in self.route:
+            method, _, template = self.route.partition(" ")
+            if self.method and self.method.upper() != method.upper():
+                raise FaultError(f"match.route says {method} but match.method says {self.method}")
+            self.method, self.route = method, template
+        if self.method:
+            self.method = self.method.upper()
+
+    def matches(self, request: RequestInfo) -> bool:
+        return (
+            (self.method is None or self.method == request.method)
+            and (self.route is None or self.route == request.route)
+            and (self.sandbox is None or self.sandbox == request.sandbox)
+            and (self.tenant is None or self.tenant == request.tenant)
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            k: v
+            for k, v in (
+                ("method", self.method),
+                ("route", self.route),
+                ("sandbox", self.sandbox),
+                ("tenant", self.tenant),
+            )
+            if v
+        }
+
+
+@dataclass(slots=True)
+class Action:
+    """What a rule does; ``params`` are the type's parameters (see :data:`ACTION_TYPES`)."""
+
+    type: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.params.get(name, default)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"type": self.type, **self.params}
+
+
+@dataclass(slots=True)
+class Rule:
+    """A match, an action and the counters that govern them."""
+
+    id: str
+    match: Match
+    action: Action
+    after: int = 0
+    times: int | None = None
+    probability: float = 1.0
+    seen: int = 0
+    fired: int = 0
+    #: Rate-limit window state: (window start on the clock, requests in it) per client.
+    windows: dict[str, tuple[float, int]] = field(default_factory=dict)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.times is not None and self.fired >= self.times
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": self.id,
+            "match": self.match.as_json(),
+            "action": self.action.as_json(),
+            "seen": self.seen,
+            "fired": self.fired,
+        }
+        if self.after:
+            body["after"] = self.after
+        if self.times is not None:
+            body["times"] = self.times
+        if self.probability != 1.0:
+            body["probability"] = self.probability
+        return body
+
+
+def _number(value: Any, where: str, *, low: float = 0, integer: bool = False) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FaultError(f"{where} must be a number")
+    if integer and not float(value).is_integer():
+        raise FaultError(f"{where} must be an integer")
+    if value < low or math.isnan(value) or math.isinf(value):
+        raise FaultError(f"{where} must be at least {low}")
+    return int(value) if integer else float(value)
+
+
+def _check_action(action: Action) -> None:
+    spec = ACTION_TYPES.get(action.type)
+    if spec is None:
+        raise FaultError(
+            f"action.type {action.type!r} is unknown; use one of {', '.join(ACTION_TYPES)}"
+        )
+    allowed, required = spec
+    unknown = sorted(set(action.params) - allowed)
+    if unknown:
+        raise FaultError(f"action {action.type!r} has no parameter {unknown[0]!r}")
+    missing = sorted(required - set(action.params))
+    if missing:
+        raise FaultError(f"action {action.type!r} needs {missing[0]!r}")
+    p = action.params
+    if action.type == "latency":
+        _number(p["ms"], "action.ms")
+        _number(p.get("jitter_ms", 0), "action.jitter_ms")
+        if p.get("distribution", "uniform") not in DISTRIBUTIONS:
+            raise FaultError(f"action.distribution must be one of {', '.join(DISTRIBUTIONS)}")
+    elif action.type == "error":
+        status = _number(p["status"], "action.status", low=400, integer=True)
+        if status > 599:
+            raise FaultError("action.status must be between 400 and 599")
+        if "retry_after" in p:
+            _number(p["retry_after"], "action.retry_after", integer=True)
+        if "message" in p and not isinstance(p["message"], str):
+            raise FaultError("action.message must be a string")
+        if "body" in p and not isinstance(p["body"], (dict, str)):
+            raise FaultError("action.body must be an object or a string")
+    elif action.type == "gate":
+        if not isinstance(p["name"], str) or not p["name"]:
+            raise FaultError("action.name must be a non-empty string")
+        if p.get("when", "before") not in ("before", "after"):
+            raise FaultError("action.when must be 'before' or 'after'")
+    elif action.type == "rate_limit":
+        _number(p["limit"], "action.limit", low=1, integer=True)
+        _number(p.get("window_s", 60), "action.window_s", low=0.001)
+    elif action.type == "stream":
+        if p["kind"] not in STREAM_KINDS:
+            raise FaultError(f"action.kind must be one of {', '.join(STREAM_KINDS)}")
+        _number(p.get("after_frames", 1), "action.after_frames", integer=True)
+    elif action.type == "transition_error":
+        if p.get("status", "error") not in ("error", "failed"):
+            raise FaultError("action.status must be 'error' or 'failed'")
+    elif action.type == "marker":
+        if p["mode"] not in MARKER_MODES:
+            raise FaultError(f"action.mode must be one of {', '.join(MARKER_MODES)}")
+        if "path" in p and (not isinstance(p["path"], str) or not p["path"].startswith("/")):
+            raise FaultError("action.path must be an absolute path")
+
+
+_RULE_KEYS = frozenset({"id", "match", "action", "after", "times", "probability"})
+_MATCH_KEYS = frozenset({"method", "route", "sandbox", "tenant"})
+
+
+def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:
+    """A :class:`Rule` from its JSON form; :class:`FaultError` says what is wrong.
+
+    Example::
+
+        parse_rule({"match": {"route": "DELETE /v1/sandboxes/{id}"},
+                    "action": {"type": "error", "status": 503, "retry_after": 1},
+                    "times": 1})
+    """
+    if not isinstance(data, Mapping):
+        raise FaultError("a rule must be an object with 'match' and 'action'")
+    unknown = sorted(set(data) - _RULE_KEYS)
+    if unknown:
+        raise FaultError(f"a rule has no field {unknown[0]!r}")
+    raw_match = data.get("match") or {}
+    if not isinstance(raw_match, Mapping):
+        raise FaultError("match must be an object")
+    bad = sorted(set(raw_match) - _MATCH_KEYS)
+    if bad:
+        raise FaultError(f"match has no field {bad[0]!r}; use {', '.join(sorted(_MATCH_KEYS))}")
+    for key, value in raw_match.items():
+        if value is not None and not isinstance(value, str):
+            raise FaultError(f"match.{key} must be a string")
+    raw_action = data.get("action")
+    if not isinstance(raw_action, Mapping) or not isinstance(raw_action.get("type"), str):
+        raise FaultError("action must be an object with a 'type'")
+    action = Action(raw_action["type"], {k: v for k, v in raw_action.items() if k != "type"})
+    _check_action(action)
+    times = data.get("times")
+    probability = data.get("probability", 1.0)
+    rule = Rule(
+        id=str(data.get("id") or rule_id or "rule_" + uuid.uuid4().hex[:8]),
+        match=Match(**raw_match),
+        action=action,
+        after=_number(data.get("after", 0), "after", integer=True),
+        times=None if times is None else _number(times, "times", low=1, integer=True),
+        probability=_number(probability, "probability"),
+    )
+    if rule.probability > 1:
+        raise FaultError("probability must be between 0 and 1")
+    return rule
+
+
+class FaultEngine:
+    """The rules and gates of one fake, and the one seeded generator they draw from."""
+
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed)
+        self._rules: list[Rule] = []
+        self.gates: dict[str, Gate] = {}
+        self._ids = itertools.count(1)
+
+    # -- managing rules -----------------------------------------------------------------------
+
+    def add(self, rule: Rule | Mapping[str, Any]) -> Rule:
+        """Add a rule (a :class:`Rule` or its JSON form); returns it with its id."""
+        return self.add_all([rule])[0]
+
+    def add_all(self, items: list[Rule | Mapping[str, Any]]) -> list[Rule]:
+        """Add several rules, all or none: each is checked before any is added."""
+        rules = [
+            item if isinstance(item, Rule) else parse_rule(item, rule_id=f"rule_{next(self._ids)}")
+            for item in items
+        ]
+        taken = {rule.id for rule in self._rules}
+        for rule in rules:
+            if rule.id in taken:
+                raise FaultError(f"a rule with id {rule.id!r} exists already")
+            taken.add(rule.id)
+        for rule in rules:
+            if rule.action.type == "gate":
+                self.gate_named(rule.action.params["name"])
+            self._rules.append(rule)
+        return rules
+
+    def remove(self, rule_id: str) -> bool:
+        before = len(self._rules)
+        self._rules = [rule for rule in self._rules if rule.id != rule_id]
+        return len(self._rules) != before
+
+    def clear(self, *, tenant: str | None = None) -> None:
+        """Remove every rule (of one tenant, if given) and open every gate they used."""
+        kept = [r for r in self._rules if tenant is not None and r.match.tenant != tenant]
+        dropped = [r for r in self._rules if r not in kept]
+        self._rules = kept
+        still_used = {r.action.params["name"] for r in kept if r.action.type == "gate"}
+        for rule in dropped:
+            if rule.action.type == "gate":
+                name = rule.action.params["name"]
+                if name not in still_used and name in self.gates:
+                    self.gates.pop(name).open()
+
+    @property
+    def rules(self) -> list[Rule]:
+        return list(self._rules)
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(list(self._rules))
+
+    def gate_named(self, name: str) -> Gate:
+        gate = self.gates.get(name)
+        if gate is None:
+            gate = self.gates[name] = Gate(name)
+        return gate
+
+    # -- shortcuts ---------------------------------------------------------------------------
+
+    def _shortcut(self, action: Action, match: dict[str, Any]) -> Rule:
+        options: dict[str, Any] = {
+            key: match.pop(key) for key in ("after", "times", "probability", "id") if key in match
+        }
+        return self.add({"match": match, "action": action.as_json(), **options})
+
+    def latency(
+        self, ms: float, *, jitter_ms: float = 0, distribution: str = "uniform", **match: Any
+    ) -> Rule:
+        """Delay matching requests by ``ms`` (± ``jitter_ms``) of clock time."""
+        return self._shortcut(
+            Action("latency", {"ms": ms, "jitter_ms": jitter_ms, "distribution": distribution}),
+            match,
+        )
+
+    def error(
+        self,
+        status: int,
+        *,
+        message: str | None = None,
+        retry_after: int | None = None,
+        **match: Any,
+    ) -> Rule:
+        """Answer matching requests with ``status`` in the API's envelope."""
+        params: dict[str, Any] = {"status": status}
+        if message is not None:
+            params["message"] = message
+        if retry_after is not None:
+            params["retry_after"] = retry_after
+        return self._shortcut(Action("error", params), match)
+
+    def reset(self, **match: Any) -> Rule:
+        """Close the connection without an answer."""
+        return self._shortcut(Action("reset"), match)
+
+    def hang(self, **match: Any) -> Rule:
+        """Never answer (until the client gives up)."""
+        return self._shortcut(Action("hang"), match)
+
+    def drop_response(self, **match: Any) -> Rule:
+        """Do the work, then close the connection before the answer (the "lost create")."""
+        return self._shortcut(Action("drop_response"), match)
+
+    def malformed(self, **match: Any) -> Rule:
+        """Do the work, then answer 200 with a body that is not valid JSON."""
+        return self._shortcut(Action("malformed"), match)
+
+    def rate_limit(self, limit: int, *, window_s: float = 60.0, **match: Any) -> Rule:
+        """429 with ``Retry-After`` past ``limit`` requests per ``window_s`` per client."""
+        return self._shortcut(Action("rate_limit", {"limit": limit, "window_s": window_s}), match)
+
+    def stream(self, kind: str, *, after_frames: int = 1, **match: Any) -> Rule:
+        """A stream fault on process ``connect`` or exec streams (see :data:`STREAM_KINDS`)."""
+        return self._shortcut(Action("stream", {"kind": kind, "after_frames": after_frames}), match)
+
+    def gate(self, name: str, *, when: str = "before", **match: Any) -> Gate:
+        """Hold matching requests in gate ``name`` (before or after their effect)."""
+        self._shortcut(Action("gate", {"name": name, "when": when}), match)
+        return self.gates[name]
+
+    def process_survives(self, **match: Any) -> Rule:
+        """``DELETE`` of a process leaves it running and answers ``tree_exited: false``."""
+        return self._shortcut(Action("process_survives"), match)
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def evaluate(self, request: RequestInfo, now: float) -> list[Rule]:
+        """The rules that fire for ``request``, in order, counting and drawing as they go."""
+        fired: list[Rule] = []
+        for rule in self._rules:
+            if rule.exhausted or not rule.match.matches(request):
+                continue
+            rule.seen += 1
+            if rule.seen <= rule.after:
+                continue
+            if rule.probability < 1.0 and self.random.random() >= rule.probability:
+                continue
+            if rule.action.type == "rate_limit" and not self._over_limit(rule, request, now):
+                continue
+            rule.fired += 1
+            fired.append(rule)
+            if rule.action.type in ENDING:
+                break
+        return fired
+
+    @staticmethod
+    def _over_limit(rule: Rule, request: RequestInfo, now: float) -> bool:
+        window = float(rule.action.get("window_s", 60.0))
+        start, count = rule.windows.get(request.client, (now, 0))
+        if now - start >= window:
+            start, count = now, 0
+        count += 1
+        rule.windows[request.client] = (start, count)
+        return count > int(rule.action.params["limit"])
+
+    def latency_seconds(self, action: Action) -> float:
+        """Draw one delay for a latency action."""
+        base = float(action.params["ms"])
+        jitter = float(action.get("jitter_ms", 0))
+        distribution = action.get("distribution", "uniform")
+        if jitter <= 0:
+            delay = base
+        elif distribution == "normal":
+            delay = self.random.gauss(base, jitter)
+        elif distribution == "exponential":
+            delay = base + self.random.expovariate(1 / jitter)
+        else:
+            delay = base + self.random.uniform(-jitter, jitter)
+        return max(0.0, delay) / 1000
+
+    @staticmethod
+    def retry_after_seconds(rule: Rule, client: str, now: float) -> int:
+        """Whole seconds until a rate-limit window ends (at least 1)."""
+        start, _ = rule.windows.get(client, (now, 0))
+        window = float(rule.action.get("window_s", 60.0))
+        return max(1, math.ceil(start + window - now))

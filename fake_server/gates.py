@@ -1,0 +1,99 @@
+"""Gates: hold chosen requests inside the server until the test lets them go.
+
+A gate reproduces a race exactly: hold the DELETE of a release, wait until it is held, make
+the racing call, then release the DELETE — every time, with no sleeps.
+
+Example (async, on the fake's loop)::
+
+    gate = fake.faults.gate("release", route="DELETE /v1/sandboxes/{id}")
+    task = asyncio.create_task(provider.release(...))
+    await gate.wait_held(1)
+    ...                                  # the race: resume while the delete is held
+    gate.release()
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+__all__ = ["Gate", "GateTimeout"]
+
+
+class GateTimeout(TimeoutError):
+    """Fewer requests reached the gate than awaited within the timeout."""
+
+
+class Gate:
+    """A named holding pen for requests."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.held = 0
+        self.passed = 0
+        self.opened = False
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._watchers: list[tuple[int, asyncio.Future[None]]] = []
+
+    async def hold(self) -> None:
+        """Called by the fault engine for a matching request: wait until released."""
+        if self.opened:
+            self.passed += 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        self.held += 1
+        self._notify()
+        try:
+            await future
+        finally:
+            self.held -= 1
+            if future in self._waiting:  # the client went away while held
+                self._waiting.remove(future)
+        self.passed += 1
+
+    def release(self, count: int | None = None) -> int:
+        """Let ``count`` held requests through (all held ones if ``None``); returns how many.
+
+        The gate keeps holding later requests; :meth:`open` stops it holding at all."""
+        if count is not None and count < 0:
+            raise ValueError("count must not be negative")
+        released = 0
+        while self._waiting and (count is None or released < count):
+            future = self._waiting.popleft()
+            if not future.done():
+                future.set_result(None)
+                released += 1
+        return released
+
+    def open(self) -> int:
+        """Release everything held and stop holding; returns how many were released."""
+        self.opened = True
+        return self.release()
+
+    async def wait_held(self, count: int = 1, timeout: float = 5.0) -> None:
+        """Wait until at least ``count`` requests are held (real seconds of timeout, so a test
+        that never makes the request fails fast instead of hanging)."""
+        if self.held >= count:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        watcher = (count, future)
+        self._watchers.append(watcher)
+        try:
+            await asyncio.wait_for(asyncio.shield(future), timeout)
+        except asyncio.TimeoutError:
+            raise GateTimeout(
+                f"gate {self.name!r}: {self.held} request(s) held after {timeout}s, "
+                f"expected {count}"
+            ) from None
+        finally:
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+    def _notify(self) -> None:
+        for count, future in list(self._watchers):
+            if self.held >= count and not future.done():
+                future.set_result(None)
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "held": self.held, "passed": self.passed, "open": self.opened}

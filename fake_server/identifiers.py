@@ -1,0 +1,88 @@
+"""Seeded generation of everything the fake invents: ids, names, IPs, keys, spawn times.
+
+One :class:`Identifiers` per server, drawn from one seed, so a seeded run (with the manual
+clock) is reproducible byte for byte. Faker supplies realistic names; it is imported on first
+use because importing it costs more than the rest of the server's start-up.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from faker import Faker
+
+__all__ = ["Identifiers"]
+
+# Crockford's base32, as ULIDs use: ids stay within [A-Za-z0-9_-] (the contract's id alphabet).
+_ULID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+class Identifiers:
+    """Seeded id and field generator.
+
+    Example::
+
+        ids = Identifiers(seed=7)
+        ids.sandbox_id()   # 'sb_01j2...'
+        ids.name()         # 'brave-otter-12'
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+        self.random = random.Random(self.seed)
+        self._faker: Faker | None = None
+        self._ips: set[str] = set()
+
+    @property
+    def faker(self) -> Faker:
+        if self._faker is None:
+            from faker import Faker
+
+            self._faker = Faker()
+            self._faker.seed_instance(self.seed)
+        return self._faker
+
+    def _token(self, length: int) -> str:
+        return "".join(self.random.choice(_ULID_ALPHABET) for _ in range(length))
+
+    def sandbox_id(self) -> str:
+        return "sb_" + self._token(26)
+
+    def process_id(self) -> str:
+        return "proc_" + self._token(20)
+
+    def tenant_id(self) -> str:
+        return "usr_" + self._token(16)
+
+    def api_key(self) -> str:
+        alphabet = string.ascii_letters + string.digits
+        return "skp_" + "".join(self.random.choice(alphabet) for _ in range(32))
+
+    def name(self) -> str:
+        """A readable sandbox name within the 22-character cap, e.g. ``calm-river-42``."""
+        while True:
+            candidate = f"{self.faker.word()}-{self.faker.word()}-{self.random.randrange(100)}"
+            if len(candidate) <= 22 and candidate.isascii():
+                return candidate.lower()
+
+    def ip(self) -> str:
+        """A private IPv4 address, unique within this server."""
+        while True:
+            octets = (
+                self.random.randrange(256),
+                self.random.randrange(256),
+                self.random.randrange(1, 255),
+            )
+            candidate = "10.{}.{}.{}".format(*octets)
+            if candidate not in self._ips:
+                self._ips.add(candidate)
+                return candidate
+
+    def spawn_ms(self) -> float:
+        return round(self.random.uniform(180.0, 900.0), 3)
+
+    def pid(self) -> int:
+        return self.random.randrange(100, 32768)

@@ -1,0 +1,221 @@
+"""The journal: every request and every lifecycle event, in order, in a bounded ring.
+
+Requests are recorded when they finish, with the ticket they drew when they arrived, so "was
+this request made while that one was in flight" is a question of comparing tickets. API keys
+are never recorded: a request is attributed to its tenant's id.
+
+Example::
+
+    journal.requests(route="DELETE /v1/sandboxes/{id}")
+    journal.history("sb_...")                         # what happened to one sandbox
+    journal.overlapping(resume_entry, delete_entry)   # did these two run at the same time?
+    journal.assert_requested("POST /v1/sandboxes/{id}/resume", sandbox="sb_...")
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Entry", "Journal", "JournalAssertionError"]
+
+Kind = Literal["request", "transition", "process"]
+
+DEFAULT_CAPACITY = 10_000
+
+
+class JournalAssertionError(AssertionError):
+    """A journal assertion failed; the message lists the closest entries."""
+
+
+@dataclass(slots=True)
+class Entry:
+    """One journal line.
+
+    For requests: ``route`` is the route template with its method (``"GET /v1/sandboxes/{id}"``),
+    ``opened`` the ticket drawn on arrival and ``seq`` the one drawn on completion, ``status`` the
+    HTTP status answered (``None`` when the connection was dropped), ``sandbox_status`` the
+    sandbox's status when the request arrived and ``rules`` the fault rules that fired.
+    For lifecycle events: ``before``/``after`` statuses (``transition``) or a process ``detail``.
+    """
+
+    seq: int
+    opened: int
+    kind: Kind
+    at: float
+    time: str
+    tenant: str | None = None
+    sandbox: str | None = None
+    method: str | None = None
+    route: str | None = None
+    path: str | None = None
+    status: int | None = None
+    duration_ms: float | None = None
+    sandbox_status: str | None = None
+    rules: list[str] = field(default_factory=list)
+    before: str | None = None
+    after: str | None = None
+    cause: str | None = None
+    process: str | None = None
+    detail: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value not in (None, [])}
+
+    def describe(self) -> str:
+        """One readable line, e.g. ``#12 DELETE /v1/sandboxes/sb_1 -> 200 (sandbox running)``."""
+        if self.kind == "request":
+            state = f" (sandbox {self.sandbox_status})" if self.sandbox_status else ""
+            fired = f" rules={','.join(self.rules)}" if self.rules else ""
+            return f"#{self.seq} {self.method} {self.path} -> {self.status}{state}{fired}"
+        if self.kind == "transition":
+            return f"#{self.seq} {self.sandbox}: {self.before} -> {self.after} ({self.cause})"
+        return f"#{self.seq} {self.sandbox} process {self.process}: {self.detail}"
+
+
+class Journal:
+    """A bounded, ordered record of requests and lifecycle events."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError("journal capacity must be at least 1")
+        self._entries: deque[Entry] = deque(maxlen=capacity)
+        self._tickets = itertools.count(1)
+        self.dropped = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._entries.maxlen or 0
+
+    def ticket(self) -> int:
+        """Draw the next ordering ticket (requests draw one on arrival)."""
+        return next(self._tickets)
+
+    def record(self, entry: Entry) -> Entry:
+        if len(self._entries) == self._entries.maxlen:
+            self.dropped += 1
+        self._entries.append(entry)
+        return entry
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self._entries))
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def entries(
+        self,
+        *,
+        kind: Kind | None = None,
+        route: str | None = None,
+        method: str | None = None,
+        sandbox: str | None = None,
+        tenant: str | None = None,
+        status: int | None = None,
+        since: int = 0,
+    ) -> list[Entry]:
+        """Entries matching every given filter, oldest first.
+
+        ``route`` matches either the full template with method (``"DELETE /v1/sandboxes/{id}"``)
+        or only the path template (``"/v1/sandboxes/{id}/exec"``).
+        """
+        return [
+            entry
+            for entry in self._entries
+            if entry.seq > since
+            and (kind is None or entry.kind == kind)
+            and (route is None or _route_matches(entry, route))
+            and (method is None or entry.method == method.upper())
+            and (sandbox is None or entry.sandbox == sandbox)
+            and (tenant is None or entry.tenant == tenant)
+            and (status is None or entry.status == status)
+        ]
+
+    def requests(self, **filters: Any) -> list[Entry]:
+        """Request entries matching the filters of :meth:`entries`."""
+        return self.entries(kind="request", **filters)
+
+    def history(self, sandbox: str) -> list[Entry]:
+        """Everything that happened to one sandbox, requests and transitions, in order."""
+        return self.entries(sandbox=sandbox)
+
+    def transitions(self, sandbox: str | None = None) -> list[Entry]:
+        return self.entries(kind="transition", sandbox=sandbox)
+
+    @staticmethod
+    def overlapping(first: Entry, second: Entry) -> bool:
+        """Whether two requests were in flight at the same time."""
+        return first.opened < second.seq and second.opened < first.seq
+
+    def in_flight_during(self, entry: Entry, **filters: Any) -> list[Entry]:
+        """Requests matching ``filters`` that overlapped ``entry``."""
+        return [
+            other
+            for other in self.requests(**filters)
+            if other is not entry and self.overlapping(entry, other)
+        ]
+
+    # -- assertions --------------------------------------------------------------------------
+
+    def assert_requested(self, route: str, *, times: int | None = None, **filters: Any) -> None:
+        """Fail unless ``route`` was requested (``times`` times, if given), listing near misses.
+
+        Example::
+
+            journal.assert_requested("POST /v1/sandboxes/{id}/pause", sandbox=sandbox_id, times=1)
+        """
+        found = self.requests(route=route, **filters)
+        if (times is None and found) or (times is not None and len(found) == times):
+            return
+        expected = f"{times} time(s)" if times is not None else "at least once"
+        raise JournalAssertionError(
+            f"expected {route} {_describe_filters(filters)}{expected}, found {len(found)}.\n"
+            + _near_misses(self.requests(), route)
+        )
+
+    def assert_not_requested(self, route: str, **filters: Any) -> None:
+        """Fail if ``route`` was requested with these filters, listing the offending entries."""
+        found = self.requests(route=route, **filters)
+        if found:
+            lines = "\n".join("  " + entry.describe() for entry in found)
+            raise JournalAssertionError(
+                f"expected no {route} {_describe_filters(filters)}but found:\n{lines}"
+            )
+
+    def tail(self, count: int = 20) -> list[Entry]:
+        return list(self._entries)[-count:]
+
+    def format(self, entries: Iterable[Entry] | None = None) -> str:
+        return "\n".join(entry.describe() for entry in (entries or self._entries))
+
+
+def _route_matches(entry: Entry, route: str) -> bool:
+    if entry.route is None:
+        return False
+    if " " in route:
+        method, _, template = route.partition(" ")
+        return entry.method == method.upper() and entry.route == template
+    return entry.route == route
+
+
+def _describe_filters(filters: dict[str, Any]) -> str:
+    if not filters:
+        return ""
+    return "with " + ", ".join(f"{key}={value!r}" for key, value in filters.items()) + " "
+
+
+def _near_misses(entries: list[Entry], route: str) -> str:
+    template = route.partition(" ")[2] or route
+    similar = [entry for entry in entries if entry.route == template] or entries[-10:]
+    if not similar:
+        return "The journal has no requests."
+    return "Closest requests:\n" + "\n".join("  " + entry.describe() for entry in similar[-10:])

@@ -1,0 +1,368 @@
+"""Managed processes: a command running in the emulator, its bounded output journal, and the
+operations the API offers on it (connect with replay, input, stdin close, signal, wait, delete).
+
+Plain asyncio: the HTTP layer only turns frames into NDJSON lines.
+
+Example::
+
+    process = ManagedProcess(
+        process_id="proc_1", pid=100, cmd="/bin/bash", args=["-lc", "echo hi"], cwd="/",
+        clock=clock, created_at=clock.wall(),
+    )
+    process.start(shell, fs=sandbox.fs, env={})
+    async for frame in process.connect(after=0, heartbeat_s=5):
+        ...   # {"type": "data", "seq": 1, ...}, then {"type": "exit", "exit_code": 0, ...}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import enum
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from fake_server import errors
+from fake_server.clock import Clock
+from fake_server.errors import ApiError
+from fake_server.filesystem import FileSystem
+from fake_server.sandbox import isoformat
+from fake_server.shell import CommandContext, Shell, StdinReader
+
+__all__ = [
+    "ALLOWED_SIGNALS",
+    "DEFAULT_OUTPUT_CAP",
+    "ManagedProcess",
+    "OutputEvicted",
+    "OutputFrame",
+    "OutputJournal",
+    "ProcessState",
+]
+
+DEFAULT_OUTPUT_CAP = 1 << 20
+ALLOWED_SIGNALS = (
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGKILL",
+    "SIGTERM",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGWINCH",
+)
+#: Signals that end the emulated process tree; the rest are delivered and ignored.
+_TERMINATING = frozenset({"SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGTERM"})
+
+
+class ProcessState(str, enum.Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    TERMINATING = "terminating"
+    EXITED = "exited"
+    FAILED = "failed"
+
+
+class OutputEvicted(Exception):
+    """The requested cursor is older than the oldest retained output frame."""
+
+    def __init__(self, oldest_available_seq: int) -> None:
+        super().__init__(errors.OUTPUT_EVICTED)
+        self.oldest_available_seq = oldest_available_seq
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFrame:
+    seq: int
+    stream: str
+    data: bytes
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "type": "data",
+            "seq": self.seq,
+            "stream": self.stream,
+            "data_base64": base64.b64encode(self.data).decode("ascii"),
+        }
+
+
+class OutputJournal:
+    """Output frames numbered from 1 across stdout and stderr, the oldest evicted past a byte cap.
+
+    Example::
+
+        output = OutputJournal(cap=10)
+        output.append("stdout", b"hello")
+        output.since(0)        # [OutputFrame(seq=1, ...)]
+    """
+
+    def __init__(self, cap: int = DEFAULT_OUTPUT_CAP) -> None:
+        self.cap = cap
+        self._frames: deque[OutputFrame] = deque()
+        self.bytes = 0
+        self.newest_seq = 0
+
+    @property
+    def oldest_seq(self) -> int:
+        return self._frames[0].seq if self._frames else self.newest_seq
+
+    def append(self, stream: str, data: bytes) -> OutputFrame:
+        self.newest_seq += 1
+        frame = OutputFrame(self.newest_seq, stream, data)
+        self._frames.append(frame)
+        self.bytes += len(data)
+        while self.bytes > self.cap and len(self._frames) > 1:
+            self.bytes -= len(self._frames.popleft().data)
+        return frame
+
+    def evict_all(self) -> None:
+        """Drop every retained frame (the ``evict`` stream fault)."""
+        self._frames.clear()
+        self.bytes = 0
+
+    def since(self, after: int) -> list[OutputFrame]:
+        """Frames with ``seq > after``; raises :class:`OutputEvicted` if some were dropped."""
+        first_needed = after + 1
+        if first_needed <= self.newest_seq and (
+            not self._frames or first_needed < self._frames[0].seq
+        ):
+            raise OutputEvicted(self.oldest_seq if self._frames else self.newest_seq + 1)
+        return [frame for frame in self._frames if frame.seq > after]
+
+    def window(self) -> dict[str, int]:
+        return {"oldest_seq": self.oldest_seq, "newest_seq": self.newest_seq, "bytes": self.bytes}
+
+
+class _OutputSink:
+    __slots__ = ("_process", "_stream")
+
+    def __init__(self, process: ManagedProcess, stream: str) -> None:
+        self._process = process
+        self._stream = stream
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self._process.output.append(self._stream, data)
+            self._process.notify()
+
+
+class ManagedProcess:
+    """One managed process in a sandbox."""
+
+    def __init__(
+        self,
+        *,
+        process_id: str,
+        pid: int,
+        cmd: str,
+        args: list[str],
+        cwd: str,
+        clock: Clock,
+        created_at: datetime,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        kind: str = "process",
+        on_exit: Callable[[ManagedProcess], None] = lambda process: None,
+    ) -> None:
+        self.process_id = process_id
+        self.pid = pid
+        self.cmd = cmd
+        self.args = args
+        self.cwd = cwd
+        self.kind = kind
+        self.clock = clock
+        self.created_at = created_at
+        self.output = OutputJournal(output_cap)
+        self.stdin = StdinReader(closed=False)
+        self.state = ProcessState.STARTING
+        self.exit_code: int | None = None
+        self.signal: str | None = None
+        self.finished_at: datetime | None = None
+        self.input_seq = 0
+        #: Called once when the process exits (the fake journals it).
+        self.on_exit = on_exit
+        self._task: asyncio.Task[None] | None = None
+        self._waiters: list[asyncio.Future[bool]] = []
+        self._exited = asyncio.Event()
+
+    # -- running ----------------------------------------------------------------------------
+
+    def start(self, shell: Shell, *, fs: FileSystem, env: dict[str, str]) -> None:
+        """Start the command in the emulator as a task on the running loop."""
+        context = CommandContext(
+            fs=fs,
+            cwd=self.cwd,
+            env=env,
+            stdin=self.stdin,
+            stdout=_OutputSink(self, "stdout"),
+            stderr=_OutputSink(self, "stderr"),
+            sleep=self.clock.sleep,
+        )
+        self.state = ProcessState.RUNNING
+        self._task = asyncio.get_running_loop().create_task(self._run(shell, context))
+
+    async def _run(self, shell: Shell, context: CommandContext) -> None:
+        try:
+            code = await shell.run(self.cmd, self.args, context)
+        except asyncio.CancelledError:
+            # Cancelled by terminate(), which records the signal itself.
+            return
+        except Exception as exc:  # a user-registered handler failed: report it like bash would
+            context.stderr.write(f"fake-createos: command handler failed: {exc!r}\n".encode())
+            code = 1
+        self._finish(exit_code=code, signal=None)
+
+    def _finish(self, *, exit_code: int | None, signal: str | None) -> None:
+        if self.exited:
+            return
+        self.exit_code = exit_code
+        self.signal = signal
+        self.state = ProcessState.EXITED
+        self.finished_at = self.clock.wall()
+        self.stdin.close()
+        self._exited.set()
+        self.notify()
+        self.on_exit(self)
+
+    @property
+    def exited(self) -> bool:
+        return self.state is ProcessState.EXITED
+
+    def terminate(self, signal: str = "SIGTERM") -> None:
+        """End the whole process tree with ``signal`` (no-op once exited)."""
+        if self.exited:
+            return
+        self.state = ProcessState.TERMINATING
+        if self._task is not None:
+            self._task.cancel()
+        self._finish(exit_code=None, signal=signal)
+
+    # -- API operations ----------------------------------------------------------------------
+
+    def send_input(self, data: bytes) -> int:
+        if self.exited:
+            raise ApiError(409, errors.PROCESS_EXITED)
+        if self.stdin.closed:
+            raise ApiError(409, errors.PROCESS_STDIN_CLOSED)
+        self.stdin.feed(data)
+        self.input_seq += 1
+        return self.input_seq
+
+    def close_stdin(self) -> None:
+        if self.kind == "pty":
+            raise ApiError(409, errors.PROCESS_IS_PTY)
+        if self.exited:
+            raise ApiError(409, errors.PROCESS_EXITED)
+        if self.stdin.closed:
+            raise ApiError(409, errors.PROCESS_STDIN_CLOSED)
+        self.stdin.close()
+
+    def deliver_signal(self, signal: str) -> None:
+        if signal not in ALLOWED_SIGNALS:
+            raise ApiError.invalid(
+                "signal", errors.SIGNAL_INVALID.format(allowed=", ".join(ALLOWED_SIGNALS))
+            )
+        if self.exited:
+            raise ApiError(409, errors.PROCESS_EXITED)
+        if signal in _TERMINATING:
+            self.terminate(signal)
+
+    async def wait(self, timeout_s: float | None) -> None:
+        """Wait for the exit; 408 once ``timeout_s`` of clock time passes first."""
+        if self.exited:
+            return
+        waiter = asyncio.ensure_future(self._exited.wait())
+        timer = asyncio.ensure_future(self.clock.sleep(timeout_s)) if timeout_s else None
+        try:
+            pending = {waiter} | ({timer} if timer else set())
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiter, timer):
+                if task is not None and not task.done():
+                    task.cancel()
+        if not self.exited:
+            raise ApiError(408, errors.WAIT_TIMEOUT)
+
+    async def connect(
+        self, *, after: int, heartbeat_s: float
+    ) -> AsyncIterator[OutputFrame | dict[str, Any]]:
+        """Replay frames after ``after``, follow live output, then the exit frame.
+
+        Data frames are :class:`OutputFrame` (``.as_json()`` is the wire form); heartbeat, exit
+        and error frames are already wire dicts.
+        Raises :class:`OutputEvicted` before the first frame when the cursor is too old; if
+        output the reader still needed is evicted while it follows, an in-stream
+        ``output_offset_expired`` error frame ends the stream instead.
+        """
+        cursor = after
+        frames = self.output.since(cursor)
+        while True:
+            for frame in frames:
+                yield frame
+                cursor = frame.seq
+            if self.exited and cursor >= self.output.newest_seq:
+                yield self.exit_frame()
+                return
+            if cursor >= self.output.newest_seq and not await self._changed(heartbeat_s):
+                yield {"type": "heartbeat"}
+            try:
+                frames = self.output.since(cursor)
+            except OutputEvicted as evicted:
+                yield {
+                    "type": "error",
+                    "error": errors.OUTPUT_EVICTED,
+                    "oldest_available_seq": evicted.oldest_available_seq,
+                }
+                return
+
+    def exit_frame(self) -> dict[str, Any]:
+        return {"type": "exit", "exit_code": self.exit_code, "signal": self.signal}
+
+    # -- change notification ------------------------------------------------------------------
+
+    def notify(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(True)
+
+    async def _changed(self, timeout_s: float) -> bool:
+        """Wait for new output or the exit; False when ``timeout_s`` passed with neither."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        timer = self.clock.call_later(timeout_s, _settle, future, False)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+            if future in self._waiters:
+                self._waiters.remove(future)
+
+    # -- views -----------------------------------------------------------------------------------
+
+    def view(self) -> dict[str, Any]:
+        view: dict[str, Any] = {
+            "process_id": self.process_id,
+            "kind": self.kind,
+            "pid": self.pid,
+            "state": self.state.value,
+            "leader_exited": self.exited,
+            "tree_exited": self.exited,
+            "created_at": isoformat(self.created_at),
+            "exit_code": self.exit_code,
+            "cmd": self.cmd,
+            "args": list(self.args),
+            "cwd": self.cwd,
+            "output": self.output.window(),
+        }
+        if self.finished_at is not None:
+            view["finished_at"] = isoformat(self.finished_at)
+        if self.signal is not None:
+            view["signal"] = self.signal
+        return view
+
+
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)

@@ -1,0 +1,1 @@
+"""HTTP routes, one module per API area; handlers translate between HTTP and the model."""

@@ -1,0 +1,118 @@
+"""What every route module shares: app keys, envelopes, body reading, sandbox lookup."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server import errors
+from fake_server.errors import ApiError
+from fake_server.tenants import Tenant
+from fake_server.validation import Body
+
+if TYPE_CHECKING:
+    from fake_server.fake import FakeCreateOS
+    from fake_server.sandbox import Sandbox
+
+__all__ = [
+    "FAKE",
+    "SCOPE",
+    "RequestScope",
+    "envelope_response",
+    "fake_of",
+    "ok",
+    "paginated",
+    "read_body",
+    "sandbox_of",
+    "scope",
+    "tenant_of",
+]
+
+FAKE: web.AppKey[FakeCreateOS] = web.AppKey("fake", "FakeCreateOS")  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class RequestScope:
+    """Per-request facts the middleware settles before a handler runs.
+
+    Kept in a context variable rather than in the request's mapping so the fake works alike
+    across aiohttp versions (older ones have no typed request keys)."""
+
+    tenant: Tenant | None = None
+    #: Fault actions a handler carries out itself (stream faults, surviving processes).
+    directives: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+SCOPE: ContextVar[RequestScope] = ContextVar("createos_request_scope")
+
+
+def scope() -> RequestScope:
+    """The current request's scope (an empty one outside a request)."""
+    return SCOPE.get(RequestScope())
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def envelope_response(
+    body: dict[str, Any], status: int = 200, *, headers: dict[str, str] | None = None
+) -> web.Response:
+    """A JSON response with ``application/json`` (clients only parse errors with that type)."""
+    return web.Response(
+        body=_dumps(body).encode(),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def ok(data: Any) -> web.Response:
+    """A 200 JSend success."""
+    return envelope_response({"status": "success", "data": data})
+
+
+def paginated(items: list[Any], *, total: int, limit: int, offset: int) -> dict[str, Any]:
+    """The list payload every paginated endpoint answers."""
+    return {
+        "data": items,
+        "pagination": {"total": total, "limit": limit, "offset": offset, "count": len(items)},
+    }
+
+
+def fake_of(request: web.Request) -> FakeCreateOS:
+    return request.app[FAKE]
+
+
+def tenant_of(request: web.Request) -> Tenant:
+    tenant = scope().tenant
+    if tenant is None:  # only authenticated routes call this
+        raise ApiError(401, errors.INVALID_API_KEY)
+    return tenant
+
+
+def sandbox_of(request: web.Request) -> Sandbox:
+    """The sandbox named by ``{id}`` in the caller's tenant (404 otherwise); a deleted one
+    answers 404 too when the fake is configured so."""
+    sandbox = tenant_of(request).get(request.match_info["id"])
+    fake = fake_of(request)
+    if fake.config.deleted == "404" and sandbox.status.value == "destroyed":
+        raise ApiError(404, errors.SANDBOX_NOT_FOUND)
+    return sandbox
+
+
+async def read_body(
+    request: web.Request, *, allowed: Collection[str], tolerated: Collection[str] = ()
+) -> Body:
+    """The JSON object body, size-capped, with unknown fields refused."""
+    limit = fake_of(request).config.max_json_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise ApiError(413, errors.BODY_TOO_LARGE)
+    raw = await request.read()
+    if len(raw) > limit:
+        raise ApiError(413, errors.BODY_TOO_LARGE)
+    return Body.parse(raw, allowed=allowed, tolerated=tolerated)

@@ -1,0 +1,166 @@
+"""The HTTP control API under ``/_fake/``: reset, state, journal, tenants, clock.
+
+It lives outside ``/v1`` so it never collides with the real API, and needs no API key: it is
+for the test harness, and the server listens on loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+
+from fake_server import errors
+from fake_server.clock import ManualClock
+from fake_server.errors import ApiError
+from fake_server.faults import DEFAULT_MARKER_PATH, FaultError
+from fake_server.gates import Gate
+from fake_server.lifecycle import Status
+from fake_server.routes.common import fake_of, ok, read_body
+from fake_server.validation import query_int
+
+
+async def reset(request: web.Request) -> web.Response:
+    fake_of(request).reset()
+    return ok({"reset": True})
+
+
+async def state(request: web.Request) -> web.Response:
+    return ok(fake_of(request).state())
+
+
+async def journal(request: web.Request) -> web.Response:
+    fake = fake_of(request)
+    since = query_int(request.query, "since", 0)
+    entries = [entry.as_json() for entry in fake.journal.entries(since=since)]
+    return ok({"entries": entries, "dropped": fake.journal.dropped})
+
+
+async def create_tenant(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"api_key"})
+    fake = fake_of(request)
+    key = fake.create_tenant(body.string("api_key") or None)
+    return ok({"api_key": key, "tenant": fake.tenant(key).id})
+
+
+async def advance_clock(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"seconds"})
+    seconds = body.data.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise ApiError.invalid("seconds", "must be a non-negative number")
+    clock = fake_of(request).clock
+    if not isinstance(clock, ManualClock):
+        raise ApiError(409, "the clock is real time; start the fake with a manual clock")
+    fired = clock.advance(float(seconds))
+    return ok({"now": clock.now(), "fired": fired})
+
+
+async def list_faults(request: web.Request) -> web.Response:
+    fake = fake_of(request)
+    return ok(
+        {
+            "rules": [rule.as_json() for rule in fake.faults],
+            "gates": [gate.as_json() for gate in fake.faults.gates.values()],
+        }
+    )
+
+
+async def add_faults(request: web.Request) -> web.Response:
+    """One rule, or ``{"rules": [...]}``; all are checked before any is added."""
+    raw = await request.read()
+    try:
+        payload = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, errors.INVALID_JSON) from None
+    items = payload.get("rules") if isinstance(payload, dict) and "rules" in payload else [payload]
+    if not isinstance(items, list) or not items:
+        raise ApiError.invalid("rules", "must be a non-empty list of rules")
+    faults = fake_of(request).faults
+    try:
+        ids = [rule.id for rule in faults.add_all(items)]
+    except FaultError as exc:
+        raise ApiError(400, f"invalid fault rule: {exc}") from None
+    return ok({"ids": ids})
+
+
+async def clear_faults(request: web.Request) -> web.Response:
+    fake_of(request).faults.clear()
+    return ok({"cleared": True})
+
+
+async def delete_fault(request: web.Request) -> web.Response:
+    if not fake_of(request).faults.remove(request.match_info["rule"]):
+        raise ApiError(404, "fault rule not found")
+    return ok({"deleted": True})
+
+
+def _gate(request: web.Request) -> Gate:
+    gate = fake_of(request).faults.gates.get(request.match_info["name"])
+    if gate is None:
+        raise ApiError(404, "gate not found")
+    return gate
+
+
+async def get_gate(request: web.Request) -> web.Response:
+    return ok(_gate(request).as_json())
+
+
+async def release_gate(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"count", "open"})
+    gate = _gate(request)
+    released = gate.open() if body.boolean("open") else gate.release(body.integer("count", low=0))
+    return ok({**gate.as_json(), "released": released})
+
+
+async def sandbox_state(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"status", "stuck", "fail_to"})
+    fake = fake_of(request)
+    sandbox = fake.find_sandbox(request.match_info["id"])
+    raw_status = body.string("status")
+    stuck = body.boolean("stuck")
+    fail_to = body.string("fail_to")
+    if raw_status is None and stuck is None and fail_to is None:
+        raise ApiError.invalid("status", "give at least one of status, stuck, fail_to")
+    try:
+        if raw_status is not None:
+            fake.state_faults.set_status(sandbox, Status(raw_status))
+        if fail_to is not None:
+            fake.state_faults.fail_transition(sandbox, Status(fail_to))
+    except ValueError as exc:
+        raise ApiError.invalid("status" if fail_to is None else "fail_to", str(exc)) from None
+    if stuck is True:
+        fake.state_faults.stick(sandbox)
+    elif stuck is False:
+        fake.state_faults.unstick(sandbox)
+    return ok(sandbox.view())
+
+
+async def sandbox_marker(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"mode", "path"})
+    fake = fake_of(request)
+    sandbox = fake.find_sandbox(request.match_info["id"])
+    mode = body.string("mode", required=True) or ""
+    path = body.string("path") or DEFAULT_MARKER_PATH
+    if not path.startswith("/"):
+        raise ApiError.invalid("path", errors.PATH_NOT_ABSOLUTE)
+    try:
+        fake.state_faults.marker(sandbox, mode, path)
+    except ValueError as exc:
+        raise ApiError.invalid("mode", str(exc)) from None
+    return ok({"id": sandbox.id, "mode": mode, "path": path})
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_post("/_fake/reset", reset)
+    router.add_get("/_fake/state", state, allow_head=False)
+    router.add_get("/_fake/journal", journal, allow_head=False)
+    router.add_post("/_fake/tenants", create_tenant)
+    router.add_post("/_fake/clock/advance", advance_clock)
+    router.add_get("/_fake/faults", list_faults, allow_head=False)
+    router.add_post("/_fake/faults", add_faults)
+    router.add_delete("/_fake/faults", clear_faults)
+    router.add_delete("/_fake/faults/{rule}", delete_fault)
+    router.add_get("/_fake/gates/{name}", get_gate, allow_head=False)
+    router.add_post("/_fake/gates/{name}/release", release_gate)
+    router.add_post("/_fake/sandboxes/{id}/state", sandbox_state)
+    router.add_post("/_fake/sandboxes/{id}/marker", sandbox_marker)

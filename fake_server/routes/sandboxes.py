@@ -1,0 +1,181 @@
+"""Sandbox management routes: create, list, get, patch, delete, pause, resume, fork, egress,
+resize, ssh keys and bandwidth."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from fake_server.errors import ApiError
+from fake_server.lifecycle import Status
+from fake_server.routes.common import fake_of, ok, paginated, read_body, sandbox_of, tenant_of
+from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX, CreateSpec, ForkSpec
+from fake_server.validation import query_int
+
+_CREATE_FIELDS = {
+    "shape",
+    "rootfs",
+    "name",
+    "region",
+    "egress",
+    "envs",
+    "ssh_pubkeys",
+    "ingress_enabled",
+    "auto_pause_after_seconds",
+    "disk_mib",
+    "bandwidth_quota_bytes",
+}
+# Accepted and ignored, as the real service does (networks, disks and placement are not modeled).
+_CREATE_TOLERATED = {"networks", "disks", "host_id", "node_selector"}
+
+
+async def create(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed=_CREATE_FIELDS, tolerated=_CREATE_TOLERATED)
+    if body.integer("bandwidth_quota_bytes"):
+        raise ApiError.invalid("bandwidth_quota_bytes", "cannot be set on create")
+    auto_pause = body.integer("auto_pause_after_seconds")
+    spec = CreateSpec(
+        shape=body.string("shape", required=True) or "",
+        rootfs=body.string("rootfs") or None,
+        name=body.string("name") or None,
+        region=body.string("region") or None,
+        egress=body.string_list("egress"),
+        envs=body.env_map("envs"),
+        ssh_pubkeys=body.string_list("ssh_pubkeys"),
+        ingress_enabled=bool(body.boolean("ingress_enabled")),
+        # The SDK sends 0 for "unset".
+        auto_pause_after_seconds=auto_pause or None,
+        disk_mib=body.integer("disk_mib", low=0),
+    )
+    sandbox = fake_of(request).sandboxes.create(tenant_of(request), spec)
+    return ok(sandbox.created_view())
+
+
+async def list_sandboxes(request: web.Request) -> web.Response:
+    query = request.query
+    limit = query_int(query, "limit", LIST_DEFAULT, low=0, high=LIST_MAX) or LIST_DEFAULT
+    offset = query_int(query, "offset", 0)
+    raw_status = query.get("status") or None
+    try:
+        status = Status(raw_status) if raw_status else None
+    except ValueError:
+        raise ApiError.invalid("status", "unknown status") from None
+    page, total = fake_of(request).sandboxes.page(
+        tenant_of(request), status=status, limit=limit, offset=offset
+    )
+    return ok(paginated([s.view() for s in page], total=total, limit=limit, offset=offset))
+
+
+async def get(request: web.Request) -> web.Response:
+    return ok(sandbox_of(request).view())
+
+
+async def get_by_ip(request: web.Request) -> web.Response:
+    sandbox = fake_of(request).sandboxes.by_ip(tenant_of(request), request.match_info["ip"])
+    return ok(sandbox.view())
+
+
+async def patch(request: web.Request) -> web.Response:
+    body = await read_body(
+        request, allowed={"ingress_enabled", "auto_pause_after_seconds", "disable_auto_pause"}
+    )
+    sandbox = fake_of(request).sandboxes.patch(
+        sandbox_of(request),
+        ingress_enabled=body.boolean("ingress_enabled"),
+        auto_pause_after_seconds=body.integer("auto_pause_after_seconds"),
+        disable_auto_pause=bool(body.boolean("disable_auto_pause")),
+    )
+    return ok(sandbox.view())
+
+
+async def delete(request: web.Request) -> web.Response:
+    sandbox = fake_of(request).sandboxes.delete(sandbox_of(request))
+    return ok({"id": sandbox.id, "status": sandbox.status.value})
+
+
+async def pause(request: web.Request) -> web.Response:
+    await read_body(request, allowed=())
+    return ok(fake_of(request).sandboxes.pause(sandbox_of(request)).view())
+
+
+async def resume(request: web.Request) -> web.Response:
+    await read_body(request, allowed=())
+    return ok(fake_of(request).sandboxes.resume(sandbox_of(request)).view())
+
+
+async def fork(request: web.Request) -> web.Response:
+    body = await read_body(
+        request,
+        allowed={"start_paused", "egress", "envs", "ssh_pubkeys", "ingress_enabled"},
+        tolerated={"bandwidth_quota_bytes"},
+    )
+    spec = ForkSpec(
+        start_paused=bool(body.boolean("start_paused")),
+        egress=body.string_list("egress"),
+        envs=body.env_map("envs"),
+        ssh_pubkeys=body.string_list("ssh_pubkeys"),
+        ingress_enabled=body.boolean("ingress_enabled"),
+    )
+    fake = fake_of(request)
+    child = fake.sandboxes.fork(tenant_of(request), sandbox_of(request), spec)
+    return ok(child.view())
+
+
+async def get_egress(request: web.Request) -> web.Response:
+    sandbox = sandbox_of(request)
+    return ok({"id": sandbox.id, "egress": list(sandbox.egress)})
+
+
+async def put_egress(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"egress"})
+    sandbox = fake_of(request).sandboxes.set_egress(sandbox_of(request), body.string_list("egress"))
+    return ok({"id": sandbox.id, "egress": list(sandbox.egress)})
+
+
+async def resize(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"disk_mib"})
+    disk_mib = body.integer("disk_mib", low=1)
+    if disk_mib is None:
+        raise ApiError.invalid("disk_mib", "is required")
+    sandbox = fake_of(request).sandboxes.resize(sandbox_of(request), disk_mib)
+    return ok({"id": sandbox.id, "disk_mib": sandbox.disk_mib})
+
+
+async def ssh_pubkeys(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"keys"})
+    keys = body.string_list("keys")
+    if keys is None:
+        raise ApiError.invalid("keys", "is required")
+    return ok({"count": fake_of(request).sandboxes.add_ssh_keys(sandbox_of(request), keys)})
+
+
+async def bandwidth(request: web.Request) -> web.Response:
+    sandbox = sandbox_of(request)
+    # Sandboxes of the fake are unmetered: the quota is -1, as for the real unmetered plan.
+    return ok(
+        {
+            "id": sandbox.id,
+            "quota_bytes": -1,
+            "used_bytes": 0,
+            "ingress_bytes": 0,
+            "remaining_bytes": -1,
+            "capped": False,
+        }
+    )
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    item = "/v1/sandboxes/{id}"
+    router.add_post("/v1/sandboxes", create)
+    router.add_get("/v1/sandboxes", list_sandboxes, allow_head=False)
+    router.add_get("/v1/sandboxes/by-ip/{ip}", get_by_ip, allow_head=False)
+    router.add_get(item, get, allow_head=False)
+    router.add_patch(item, patch)
+    router.add_delete(item, delete)
+    router.add_post(item + "/pause", pause)
+    router.add_post(item + "/resume", resume)
+    router.add_post(item + "/fork", fork)
+    router.add_get(item + "/egress", get_egress, allow_head=False)
+    router.add_put(item + "/egress", put_egress)
+    router.add_post(item + "/resize", resize)
+    router.add_post(item + "/ssh-pubkeys", ssh_pubkeys)
+    router.add_get(item + "/bandwidth", bandwidth, allow_head=False)

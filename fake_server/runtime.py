@@ -1,0 +1,261 @@
+"""Runtime operations inside a running sandbox: exec, files and managed processes.
+
+Every operation first checks that the sandbox is running (409 otherwise) — the rule a lease
+provider must never break is exactly that one.
+
+Example::
+
+    runtime = Runtime(clock, ids, CommandRegistry.with_builtins(), config)
+    outcome = await runtime.exec(sandbox, ExecSpec(cmd="/bin/echo", args=["hi"]))
+    outcome["result"]["stdout"]   # 'hi\\n'
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fake_server import errors
+from fake_server.clock import Clock
+from fake_server.config import ServerConfig
+from fake_server.errors import ApiError
+from fake_server.filesystem import FileSystem, FsError
+from fake_server.identifiers import Identifiers
+from fake_server.lifecycle import Lifecycle
+from fake_server.processes import ManagedProcess, OutputFrame
+from fake_server.sandbox import Sandbox
+from fake_server.shell import BufferSink, CommandContext, CommandRegistry, Shell, StdinReader
+
+__all__ = ["ExecSpec", "ProcessSpec", "Runtime"]
+
+_BASE_ENV = {
+    "HOME": "/root",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "USER": "root",
+    "SHELL": "/bin/bash",
+}
+
+
+@dataclass(slots=True)
+class ExecSpec:
+    """An exec request, already type-checked."""
+
+    cmd: str
+    args: list[str] = field(default_factory=list)
+    stdin: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ProcessSpec:
+    """A managed-process request, already type-checked."""
+
+    cmd: str | None = None
+    args: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    pty: bool = False
+
+
+class Runtime:
+    """Exec, files and processes over the command emulator."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        ids: Identifiers,
+        commands: CommandRegistry,
+        config: ServerConfig,
+        *,
+        on_process_event: Callable[[ManagedProcess, Sandbox, str], None] = lambda p, s, e: None,
+        on_activity: Callable[[Sandbox], None] = lambda sandbox: None,
+    ) -> None:
+        self.clock = clock
+        self.ids = ids
+        self.commands = commands
+        self.shell = Shell(commands)
+        self.config = config
+        self._on_process_event = on_process_event
+        self._on_activity = on_activity
+
+    # -- exec -------------------------------------------------------------------------------
+
+    def _environment(self, sandbox: Sandbox, overrides: dict[str, str]) -> dict[str, str]:
+        undeclared = sorted(set(overrides) - set(sandbox.envs))
+        if undeclared:
+            raise ApiError.invalid("env", errors.ENV_UNDECLARED)
+        return {**_BASE_ENV, **sandbox.envs, **overrides}
+
+    async def exec(self, sandbox: Sandbox, spec: ExecSpec) -> dict[str, Any]:
+        """Run a command to completion; the buffered ``/exec`` answer."""
+        Lifecycle.check_running(sandbox)
+        env = self._environment(sandbox, spec.env)
+        self._on_activity(sandbox)
+        stdout, stderr = BufferSink(), BufferSink()
+        context = CommandContext(
+            fs=sandbox.fs,
+            cwd="/root",
+            env=env,
+            stdin=StdinReader(spec.stdin.encode()),
+            stdout=stdout,
+            stderr=stderr,
+            sleep=self.clock.sleep,
+        )
+        started = self.clock.now()
+        result: dict[str, Any] = {}
+        try:
+            code = await self.shell.run(spec.cmd, spec.args, context)
+        except Exception as exc:  # a user-registered handler failed: an agent-level error
+            code = 1
+            result["error"] = f"command handler failed: {exc!r}"
+        result = {
+            "stdout": stdout.getvalue().decode("utf-8", "replace"),
+            "stderr": stderr.getvalue().decode("utf-8", "replace"),
+            "exit_code": code,
+            **result,
+        }
+        return {"result": result, "exec_ms": round((self.clock.now() - started) * 1000, 3)}
+
+    async def exec_stream(self, sandbox: Sandbox, spec: ExecSpec) -> AsyncIterator[dict[str, Any]]:
+        """Run a command and yield ``/exec?stream=true`` frames: one key per frame, heartbeats
+        while silent, and a final ``{"exit_code": N}``.
+
+        The command runs as an unlisted managed process, so streaming shares the process
+        machinery (ordering, heartbeats on the clock) instead of copying it.
+        """
+        Lifecycle.check_running(sandbox)
+        env = self._environment(sandbox, spec.env)
+        self._on_activity(sandbox)
+        process = self._new_process(
+            spec.cmd, spec.args, "/root", output_cap=self.config.max_file_bytes
+        )
+        process.stdin.feed(spec.stdin.encode())
+        process.stdin.close()
+        process.start(self.shell, fs=sandbox.fs, env=env)
+        return self._exec_frames(process)
+
+    async def _exec_frames(self, process: ManagedProcess) -> AsyncIterator[dict[str, Any]]:
+        decoders = {
+            name: codecs.getincrementaldecoder("utf-8")("replace") for name in ("stdout", "stderr")
+        }
+        try:
+            async for frame in process.connect(after=0, heartbeat_s=self.config.heartbeat_s):
+                if isinstance(frame, OutputFrame):
+                    text = decoders[frame.stream].decode(frame.data)
+                    if text:
+                        yield {frame.stream: text}
+                    continue
+                kind = frame["type"]
+                if kind == "heartbeat":
+                    yield {"hb": True}
+                elif kind == "exit":
+                    for name, decoder in decoders.items():
+                        tail = decoder.decode(b"", final=True)
+                        if tail:
+                            yield {name: tail}
+                    yield {
+                        "exit_code": frame["exit_code"] if frame["exit_code"] is not None else 137
+                    }
+        finally:
+            # A client that disconnects mid-stream ends the command, as the real agent does.
+            process.terminate("SIGKILL")
+
+    # -- files ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _path(raw: str | None) -> str:
+        if not raw:
+            raise ApiError.invalid("path", errors.PATH_REQUIRED)
+        if "\x00" in raw:
+            raise ApiError.invalid("path", errors.PATH_INVALID)
+        if not raw.startswith("/"):
+            raise ApiError.invalid("path", errors.PATH_NOT_ABSOLUTE)
+        return FileSystem.normalize(raw)
+
+    def check_upload(self, sandbox: Sandbox, raw_path: str | None, size: int | None) -> str:
+        """Refuse an upload before its body is read: wrong state, bad path, or too large."""
+        Lifecycle.check_running(sandbox)
+        path = self._path(raw_path)
+        if size is not None and size > self.config.max_file_bytes:
+            raise ApiError(413, errors.FILE_TOO_LARGE)
+        return path
+
+    def upload(self, sandbox: Sandbox, raw_path: str | None, data: bytes) -> dict[str, Any]:
+        path = self.check_upload(sandbox, raw_path, len(data))
+        try:
+            sandbox.fs.write(path, data, make_parents=True)
+        except FsError as exc:
+            raise _file_error(exc) from None
+        return {"path": path, "bytes": len(data)}
+
+    def download(self, sandbox: Sandbox, raw_path: str | None) -> bytes:
+        Lifecycle.check_running(sandbox)
+        path = self._path(raw_path)
+        try:
+            return sandbox.fs.read(path)
+        except FsError as exc:
+            raise _file_error(exc) from None
+
+    # -- managed processes --------------------------------------------------------------------
+
+    def _new_process(
+        self, cmd: str, args: list[str], cwd: str, *, output_cap: int, kind: str = "process"
+    ) -> ManagedProcess:
+        return ManagedProcess(
+            process_id=self.ids.process_id(),
+            pid=self.ids.pid(),
+            cmd=cmd,
+            args=args,
+            cwd=cwd,
+            clock=self.clock,
+            created_at=self.clock.wall(),
+            output_cap=output_cap,
+            kind=kind,
+        )
+
+    def start_process(self, sandbox: Sandbox, spec: ProcessSpec) -> ManagedProcess:
+        Lifecycle.check_running(sandbox)
+        env = self._environment(sandbox, spec.env)
+        cwd = FileSystem.normalize(spec.cwd or "/root")
+        if not sandbox.fs.is_dir(cwd):
+            raise ApiError.invalid("cwd", "no such directory")
+        cmd = spec.cmd or "/bin/bash"
+        self._on_activity(sandbox)
+        process = self._new_process(
+            cmd,
+            spec.args,
+            cwd,
+            output_cap=self.config.output_cap_bytes,
+            kind="pty" if spec.pty else "process",
+        )
+        process.on_exit = lambda finished: self._on_process_event(finished, sandbox, "exit")
+        sandbox.processes[process.process_id] = process
+        process.start(self.shell, fs=sandbox.fs, env=env)
+        self._on_process_event(process, sandbox, "start")
+        return process
+
+    @staticmethod
+    def process(sandbox: Sandbox, process_id: str) -> ManagedProcess:
+        process = sandbox.processes.get(process_id) if sandbox.has_processes else None
+        if process is None:
+            raise ApiError(404, errors.PROCESS_NOT_FOUND)
+        return process
+
+    @staticmethod
+    def stop_all(sandbox: Sandbox) -> None:
+        """Kill every process of a sandbox that is going away."""
+        if sandbox.has_processes:
+            for process in sandbox.processes.values():
+                process.terminate("SIGKILL")
+
+
+def _file_error(exc: FsError) -> ApiError:
+    if exc.errno_name == "ENOENT":
+        return ApiError(404, errors.FILE_NOT_FOUND)
+    if exc.errno_name == "EISDIR":
+        return ApiError(400, errors.FILE_IS_DIRECTORY)
+    if exc.errno_name == "EFBIG":
+        return ApiError(413, errors.FILE_TOO_LARGE)
+    return ApiError.invalid("path", str(exc))

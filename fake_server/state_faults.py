@@ -1,0 +1,67 @@
+"""State faults applied to one sandbox: a transition stuck or ending in ``error``/``failed``,
+the sandbox destroyed behind the client's back, and the lease marker wiped, replaced or garbled.
+
+Rules (``{"type": "stuck"}``...), the control API (``POST /_fake/sandboxes/{id}/state`` and
+``/marker``) and the Python API all end here.
+
+Example::
+
+    fake.state_faults.marker(sandbox, "replace")     # resume must now expire the lease
+    fake.state_faults.stick(sandbox)                  # the next/current transition never ends
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from fake_server.faults import DEFAULT_MARKER_PATH
+from fake_server.filesystem import FileSystem
+from fake_server.lifecycle import Lifecycle, Status
+from fake_server.sandbox import Sandbox
+
+__all__ = ["StateFaults"]
+
+
+class StateFaults:
+    """State faults over one fake's lifecycle, drawing randomness from the fault generator."""
+
+    def __init__(self, lifecycle: Lifecycle, rng: random.Random) -> None:
+        self.lifecycle = lifecycle
+        self.random = rng
+
+    def stick(self, sandbox: Sandbox) -> None:
+        """Hold the sandbox's transition in flight (or its next one) until :meth:`unstick`."""
+        self.lifecycle.hold(sandbox)
+
+    def unstick(self, sandbox: Sandbox) -> None:
+        """Let a stuck transition finish."""
+        self.lifecycle.release(sandbox)
+
+    def fail_transition(self, sandbox: Sandbox, status: Status = Status.ERROR) -> None:
+        """Make the sandbox's transition in flight (or its next one) end in ``status``."""
+        if status not in (Status.ERROR, Status.FAILED):
+            raise ValueError("a transition can only be made to fail into 'error' or 'failed'")
+        self.lifecycle.redirect(sandbox, status)
+
+    def set_status(self, sandbox: Sandbox, status: Status) -> None:
+        """Put the sandbox into ``status`` at once ("destroyed behind the client's back")."""
+        self.lifecycle.force(sandbox, status)
+
+    def marker(self, sandbox: Sandbox, mode: str, path: str = DEFAULT_MARKER_PATH) -> None:
+        """Wipe, replace (with another random marker) or garble the lease marker file."""
+        fs = sandbox.fs
+        path = FileSystem.normalize(path)
+        if mode == "wipe":
+            fs.remove(path, force=True)
+        elif mode == "replace":
+            fs.write(
+                path, str(uuid.UUID(int=self.random.getrandbits(128))).encode(), make_parents=True
+            )
+        elif mode == "garble":
+            current = fs.read(path) if fs.is_file(path) else b"marker"
+            # Same length, different bytes: what a torn or corrupted read looks like.
+            garbled = bytes((byte ^ 0x5A) or 0x3F for byte in current)
+            fs.write(path, garbled, make_parents=True)
+        else:
+            raise ValueError(f"marker mode must be wipe, replace or garble, not {mode!r}")

@@ -1,0 +1,116 @@
+"""Tenants: every API key is its own namespace of sandboxes.
+
+A tenant is known to the rest of the fake (and to the journal) only by its id, never by its
+key. In open mode any non-empty key is a tenant, created on first use; in strict mode only
+registered keys are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from fake_server import errors
+from fake_server.errors import ApiError
+from fake_server.identifiers import Identifiers
+from fake_server.lifecycle import Status
+from fake_server.sandbox import Sandbox
+
+__all__ = ["Tenant", "Tenants"]
+
+
+@dataclass(eq=False)
+class Tenant:
+    """One API key's namespace."""
+
+    id: str
+    sandboxes: dict[str, Sandbox] = field(default_factory=dict)
+    #: Live (non-terminal) sandbox names: names are unique only among those.
+    names: dict[str, str] = field(default_factory=dict)
+    by_ip: dict[str, str] = field(default_factory=dict)
+
+    def get(self, sandbox_id: str) -> Sandbox:
+        """The sandbox, or 404 (also for another tenant's id: existence is not disclosed)."""
+        sandbox = self.sandboxes.get(sandbox_id)
+        if sandbox is None:
+            raise ApiError(404, errors.SANDBOX_NOT_FOUND)
+        return sandbox
+
+    def add(self, sandbox: Sandbox) -> None:
+        self.sandboxes[sandbox.id] = sandbox
+        self.names[sandbox.name] = sandbox.id
+        self.by_ip[sandbox.ip] = sandbox.id
+
+    def release_name(self, sandbox: Sandbox) -> None:
+        if self.names.get(sandbox.name) == sandbox.id:
+            del self.names[sandbox.name]
+
+    def stats(self) -> dict[str, int]:
+        counts = {"running": 0, "paused": 0, "other": 0, "total": 0}
+        for sandbox in self.sandboxes.values():
+            if sandbox.status is Status.DESTROYED:
+                continue
+            counts["total"] += 1
+            key = sandbox.status.value if sandbox.status.value in counts else "other"
+            counts[key] += 1
+        return counts
+
+
+class Tenants:
+    """The key → tenant map.
+
+    Example::
+
+        tenants = Tenants(ids, strict=False)
+        key = tenants.create()            # a fresh key and tenant
+        tenants.resolve(key).id           # 'usr_...'
+    """
+
+    def __init__(self, ids: Identifiers, *, strict: bool) -> None:
+        self._ids = ids
+        self.strict = strict
+        self._by_key: dict[str, Tenant] = {}
+
+    def register(self, api_key: str) -> Tenant:
+        """Register ``api_key`` (idempotent) and return its tenant."""
+        tenant = self._by_key.get(api_key)
+        if tenant is None:
+            tenant = Tenant(self._ids.tenant_id())
+            self._by_key[api_key] = tenant
+        return tenant
+
+    def create(self) -> str:
+        """Mint a fresh key with its own empty tenant; returns the key."""
+        key = self._ids.api_key()
+        while key in self._by_key:
+            key = self._ids.api_key()
+        self.register(key)
+        return key
+
+    def resolve(self, api_key: str | None) -> Tenant:
+        """The tenant for a request's key; 401 for a missing key (or an unknown one in strict
+        mode)."""
+        if not api_key or not api_key.strip():
+            raise ApiError(401, errors.INVALID_API_KEY)
+        tenant = self._by_key.get(api_key)
+        if tenant is None:
+            if self.strict:
+                raise ApiError(401, errors.INVALID_API_KEY)
+            tenant = self.register(api_key)
+        return tenant
+
+    def forget(self, api_key: str) -> None:
+        """Drop a tenant and everything in it (the plugin does this after each test)."""
+        self._by_key.pop(api_key, None)
+
+    def by_id(self, tenant_id: str) -> Tenant | None:
+        return next((t for t in self._by_key.values() if t.id == tenant_id), None)
+
+    def __iter__(self) -> Iterator[Tenant]:
+        return iter(list(self._by_key.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def clear(self) -> None:
+        self._by_key.clear()

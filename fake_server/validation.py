@@ -1,0 +1,125 @@
+"""Typed reading of JSON request bodies and query strings, with 400s that name the field.
+
+Example::
+
+    body = Body.parse(raw, allowed={"shape", "name"}, tolerated={"host_id"})
+    shape = body.string("shape", required=True)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping
+from typing import Any, TypeVar
+
+from fake_server import errors
+from fake_server.errors import ApiError
+
+__all__ = ["ENV_NAME", "Body", "query_int"]
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_T = TypeVar("_T")
+
+
+class Body:
+    """A parsed JSON object body whose fields are read with type checks."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    @classmethod
+    def parse(
+        cls,
+        raw: bytes,
+        *,
+        allowed: Collection[str],
+        tolerated: Collection[str] = (),
+    ) -> Body:
+        """Parse ``raw`` (empty means ``{}``); unknown fields are refused unless tolerated
+        (fields real clients are known to send that the API ignores)."""
+        if not raw.strip():
+            return cls({})
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(400, errors.INVALID_JSON) from None
+        if not isinstance(data, dict):
+            raise ApiError(400, errors.BODY_NOT_OBJECT)
+        unknown = sorted(set(data) - set(allowed) - set(tolerated))
+        if unknown:
+            raise ApiError.invalid(unknown[0], errors.UNKNOWN_FIELD)
+        return cls(data)
+
+    def has(self, name: str) -> bool:
+        return name in self.data
+
+    def _typed(self, name: str, kind: type[_T] | tuple[type, ...], label: str) -> _T | None:
+        value = self.data.get(name)
+        if value is None:
+            return None
+        # bool is an int in Python but never a number in JSON schemas.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ApiError.invalid(name, f"must be {label}")
+        return value  # type: ignore[return-value]
+
+    def string(self, name: str, *, required: bool = False) -> str | None:
+        value = self._typed(name, str, "a string")
+        if value is None and required:
+            raise ApiError.invalid(name, "is required")
+        if value is not None and "\x00" in value:
+            raise ApiError.invalid(name, "must not contain NUL bytes")
+        return value
+
+    def boolean(self, name: str) -> bool | None:
+        return self._typed(name, bool, "a boolean")
+
+    def integer(self, name: str, *, low: int | None = None, high: int | None = None) -> int | None:
+        value = self._typed(name, int, "an integer")
+        if value is not None and (
+            (low is not None and value < low) or (high is not None and value > high)
+        ):
+            raise ApiError.invalid(name, f"must be between {low} and {high}")
+        return value
+
+    def string_list(self, name: str) -> list[str] | None:
+        value = self._typed(name, list, "a list of strings")
+        if value is not None and not all(
+            isinstance(item, str) and "\x00" not in item for item in value
+        ):
+            raise ApiError.invalid(name, "must be a list of strings")
+        return value
+
+    def string_map(self, name: str) -> dict[str, str] | None:
+        value = self._typed(name, dict, "an object of strings")
+        if value is not None and not all(
+            isinstance(item, str) and "\x00" not in item for item in value.values()
+        ):
+            raise ApiError.invalid(name, "must be an object of strings")
+        return value
+
+    def env_map(self, name: str) -> dict[str, str] | None:
+        """A map of environment variables whose names are checked."""
+        value = self.string_map(name)
+        if value is not None:
+            bad = [key for key in value if not ENV_NAME.match(key)]
+            if bad:
+                raise ApiError.invalid(name, errors.ENV_NAME_INVALID)
+        return value
+
+
+def query_int(
+    query: Mapping[str, str], name: str, default: int, *, low: int = 0, high: int | None = None
+) -> int:
+    """An integer query parameter, clamped to ``high``; 400 when it is not an integer or below
+    ``low``."""
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError.invalid(name, "must be an integer") from None
+    if value < low:
+        raise ApiError.invalid(name, f"must be at least {low}")
+    return min(value, high) if high is not None else value

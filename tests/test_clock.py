@@ -1,0 +1,63 @@
+"""The manual clock: timers fire in due order, sleepers wake, time never goes backwards."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from fake_server.clock import MANUAL_EPOCH, ManualClock
+
+
+def test_timers_fire_in_due_order_at_their_due_time() -> None:
+    clock = ManualClock()
+    fired: list[tuple[str, float]] = []
+    clock.call_later(2, lambda: fired.append(("late", clock.now())))
+    clock.call_later(1, lambda: fired.append(("early", clock.now())))
+    assert clock.advance(1.5) == 1
+    assert fired == [("early", 1.0)]
+    assert clock.now() == 1.5
+    clock.advance(10)
+    assert fired == [("early", 1.0), ("late", 2.0)]
+
+
+def test_cancelled_timer_never_fires() -> None:
+    clock = ManualClock()
+    fired: list[int] = []
+    handle = clock.call_later(1, fired.append, 1)
+    handle.cancel()
+    assert clock.advance(5) == 0
+    assert fired == []
+    assert clock.pending == 0
+
+
+def test_wall_time_follows_the_clock() -> None:
+    clock = ManualClock()
+    clock.advance(90)
+    assert (clock.wall() - MANUAL_EPOCH).total_seconds() == 90
+
+
+def test_clock_refuses_to_go_backwards() -> None:
+    with pytest.raises(ValueError, match="backwards"):
+        ManualClock().advance(-1)
+
+
+async def test_sleep_waits_for_advance() -> None:
+    clock = ManualClock()
+    sleeper = asyncio.ensure_future(clock.sleep(5))
+    await asyncio.sleep(0)
+    clock.advance(4.9)
+    await asyncio.sleep(0)
+    assert not sleeper.done()
+    clock.advance(0.1)
+    await asyncio.wait_for(sleeper, 1)
+
+
+async def test_cancelled_sleep_leaves_no_timer() -> None:
+    clock = ManualClock()
+    sleeper = asyncio.ensure_future(clock.sleep(5))
+    await asyncio.sleep(0)
+    sleeper.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sleeper
+    assert clock.pending == 0

@@ -1,0 +1,98 @@
+"""The journal on its own: ordering, bounds, queries and explaining assertions."""
+
+from __future__ import annotations
+
+import pytest
+
+from fake_server.journal import Entry, Journal, JournalAssertionError
+
+
+def request(journal: Journal, method: str, route: str, path: str, **fields: object) -> Entry:
+    opened = journal.ticket()
+    return Entry(
+        seq=0,
+        opened=opened,
+        kind="request",
+        at=0.0,
+        time="t",
+        method=method,
+        route=route,
+        path=path,
+        **fields,
+    )  # type: ignore[arg-type]
+
+
+def finish(journal: Journal, entry: Entry, status: int = 200) -> Entry:
+    entry.seq = journal.ticket()
+    entry.status = status
+    return journal.record(entry)
+
+
+def test_overlap_is_decided_by_tickets() -> None:
+    journal = Journal()
+    delete = request(journal, "DELETE", "/v1/sandboxes/{id}", "/v1/sandboxes/sb_1", sandbox="sb_1")
+    resume = request(
+        journal, "POST", "/v1/sandboxes/{id}/resume", "/v1/sandboxes/sb_1/resume", sandbox="sb_1"
+    )
+    finish(journal, resume, 409)
+    finish(journal, delete)
+    later = finish(journal, request(journal, "GET", "/v1/sandboxes/{id}", "/v1/sandboxes/sb_1"))
+    assert Journal.overlapping(delete, resume)
+    assert not Journal.overlapping(delete, later)
+    assert journal.in_flight_during(delete, route="/v1/sandboxes/{id}/resume") == [resume]
+
+
+def test_filters_by_route_with_or_without_method() -> None:
+    journal = Journal()
+    finish(journal, request(journal, "GET", "/v1/sandboxes/{id}", "/v1/sandboxes/a", sandbox="a"))
+    finish(
+        journal, request(journal, "DELETE", "/v1/sandboxes/{id}", "/v1/sandboxes/a", sandbox="a")
+    )
+    assert len(journal.requests(route="/v1/sandboxes/{id}")) == 2
+    assert [e.method for e in journal.requests(route="DELETE /v1/sandboxes/{id}")] == ["DELETE"]
+    assert journal.requests(route="delete /v1/sandboxes/{id}")[0].method == "DELETE"
+
+
+def test_ring_drops_the_oldest_and_counts_them() -> None:
+    journal = Journal(capacity=3)
+    for index in range(5):
+        finish(journal, request(journal, "GET", "/healthz", f"/healthz?{index}"))
+    assert len(journal) == 3
+    assert journal.dropped == 2
+    assert next(e.path for e in journal) == "/healthz?2"
+
+
+def test_assertion_lists_the_closest_requests() -> None:
+    journal = Journal()
+    finish(
+        journal,
+        request(journal, "POST", "/v1/sandboxes/{id}/pause", "/v1/sandboxes/a/pause", sandbox="a"),
+        409,
+    )
+    with pytest.raises(JournalAssertionError) as caught:
+        journal.assert_requested("POST /v1/sandboxes/{id}/pause", status=200)
+    assert "/v1/sandboxes/a/pause -> 409" in str(caught.value)
+    journal.assert_requested("POST /v1/sandboxes/{id}/pause", times=1)
+
+
+def test_assert_not_requested_names_the_offender() -> None:
+    journal = Journal()
+    finish(
+        journal,
+        request(
+            journal,
+            "POST",
+            "/v1/sandboxes/{id}/exec",
+            "/v1/sandboxes/a/exec",
+            sandbox="a",
+            sandbox_status="pausing",
+        ),
+    )
+    with pytest.raises(JournalAssertionError, match="sandbox pausing"):
+        journal.assert_not_requested("/v1/sandboxes/{id}/exec", sandbox="a")
+    journal.assert_not_requested("/v1/sandboxes/{id}/exec", sandbox="b")
+
+
+def test_capacity_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        Journal(capacity=0)
