@@ -412,10 +412,10 @@ class FaultEngine:
         """The rules that fire for ``request``, in order, counting and drawing as they go."""
         fired: list[Rule] = []
         for rule in self._rules:
-            if rule.exhausted or not rule.match.matches(request):
+            if not rule.match.matches(request):
                 continue
             rule.seen += 1
-            if rule.seen <= rule.after:
+            if rule.exhausted or rule.seen <= rule.after:
                 continue
             if rule.probability < 1.0 and self.random.random() >= rule.probability:
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,6 +36,17 @@ async def client(
 ) -> TestClient[Any, Any]:
     """An aiohttp test client sending the tenant's key on every request."""
     return await aiohttp_client(fake.app(), headers={"X-Api-Key": api_key})
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Yield to the event loop until ``condition()`` holds (a condition wait, not a sleep: it
+    returns as soon as the state is reached and fails loudly if it never is)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not reached within {timeout}s")
+        await asyncio.sleep(0.001)
 
 
 async def create_sandbox(client: TestClient[Any, Any], **fields: Any) -> dict[str, Any]:

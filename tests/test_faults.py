@@ -1,0 +1,500 @@
+"""Every fault action, shown through a real HTTP client; gates; seeded probability."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestClient
+
+from fake_server import FakeCreateOS, ManualClock, ServerConfig
+from fake_server.faults import FaultError, parse_rule
+from fake_server.lifecycle import Status
+from fake_server.sandboxes import CreateSpec
+from tests.conftest import ClientFactory, create_sandbox, eventually
+from tests.test_api_sandboxes import expect_error
+
+Client = TestClient[Any, Any]
+MARKER = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
+
+
+@pytest.fixture
+async def sandbox_id(client: Client) -> str:
+    return str((await create_sandbox(client))["id"])
+
+
+async def test_error_answers_in_the_envelope_with_retry_after(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    fake.faults.error(503, route="GET /v1/sandboxes/{id}", retry_after=2, times=1)
+    failed = await client.get(f"/v1/sandboxes/{sandbox_id}")
+    await expect_error(failed, 503, "injected error")
+    assert failed.headers["Retry-After"] == "2"
+    assert (await client.get(f"/v1/sandboxes/{sandbox_id}")).status == 200  # times=1
+
+
+async def test_error_with_custom_message_and_body(fake: FakeCreateOS, client: Client) -> None:
+    fake.faults.add(
+        {
+            "match": {"route": "POST /v1/sandboxes"},
+            "action": {
+                "type": "error",
+                "status": 402,
+                "body": {"credit": "exhausted"},
+                "message": "no credit",
+            },
+        }
+    )
+    body = await expect_error(
+        await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}), 402, "no credit"
+    )
+    assert body["data"] == {"credit": "exhausted"}
+    assert not fake.tenant("skp_test_owner").sandboxes
+
+
+async def test_latency_waits_on_the_clock(aiohttp_client: ClientFactory) -> None:
+    fake = FakeCreateOS(ServerConfig(manual_clock=True, transition_ms=0))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_a"})
+    fake.faults.latency(250, route="/v1/whoami")
+    request = asyncio.ensure_future(client.get("/v1/whoami"))
+    await eventually(lambda: clock.pending == 1)
+    clock.advance(0.2)
+    await asyncio.sleep(0)
+    assert not request.done()
+    clock.advance(0.05)
+    assert (await request).status == 200
+    entry = fake.journal.requests(route="/v1/whoami")[-1]
+    assert entry.duration_ms == 250.0
+    assert entry.rules == ["rule_1"]
+
+
+async def test_reset_closes_without_answer_or_effect(fake: FakeCreateOS, client: Client) -> None:
+    fake.faults.reset(route="POST /v1/sandboxes", times=1)
+    with pytest.raises(aiohttp.ClientError):
+        await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+    assert not fake.tenant("skp_test_owner").sandboxes
+    entry = fake.journal.requests(route="POST /v1/sandboxes")[-1]
+    assert entry.status is None
+
+
+async def test_drop_response_is_the_lost_create(fake: FakeCreateOS, client: Client) -> None:
+    fake.faults.drop_response(route="POST /v1/sandboxes", times=1)
+    with pytest.raises(aiohttp.ClientError):
+        await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "name": "lost"})
+    # The sandbox exists although the client saw an error.
+    listing = (await (await client.get("/v1/sandboxes")).json())["data"]["data"]
+    assert [s["name"] for s in listing] == ["lost"]
+
+
+async def test_hang_never_answers(fake: FakeCreateOS, client: Client) -> None:
+    fake.faults.hang(route="/v1/whoami")
+    with pytest.raises(asyncio.TimeoutError):
+        await client.get("/v1/whoami", timeout=aiohttp.ClientTimeout(total=0.2))
+
+
+async def test_malformed_body_after_the_effect(fake: FakeCreateOS, client: Client) -> None:
+    fake.faults.malformed(route="POST /v1/sandboxes")
+    response = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+    assert response.status == 200
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(await response.text())
+    assert len(fake.tenant("skp_test_owner").sandboxes) == 1
+
+
+async def test_rate_limit_answers_429_with_retry_after(fake: FakeCreateOS, client: Client) -> None:
+    fake.faults.rate_limit(2, window_s=60)
+    assert (await client.get("/v1/whoami")).status == 200
+    assert (await client.get("/v1/whoami")).status == 200
+    limited = await client.get("/v1/whoami")
+    await expect_error(limited, 429, "rate limit")
+    assert 1 <= int(limited.headers["Retry-After"]) <= 60
+
+
+async def test_after_and_times_select_which_matches_fire(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    fake.faults.error(500, route="/v1/whoami", after=1, times=2)
+    statuses = [(await client.get("/v1/whoami")).status for _ in range(5)]
+    assert statuses == [200, 500, 500, 200, 200]
+    rule = fake.faults.rules[0]
+    assert (rule.seen, rule.fired) == (5, 2)
+
+
+async def probability_run(aiohttp_client: ClientFactory, seed: int) -> list[int]:
+    fake = FakeCreateOS(ServerConfig(seed=seed, transition_ms=0))
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_a"})
+    fake.faults.error(503, route="/v1/whoami", probability=0.5)
+    return [(await client.get("/v1/whoami")).status for _ in range(40)]
+
+
+async def test_seeded_probability_replays_exactly(aiohttp_client: ClientFactory) -> None:
+    first = await probability_run(aiohttp_client, 42)
+    again = await probability_run(aiohttp_client, 42)
+    other = await probability_run(aiohttp_client, 43)
+    assert first == again
+    assert first != other
+    assert 5 < first.count(503) < 35
+
+
+async def test_rules_match_only_their_sandbox_and_tenant(
+    fake: FakeCreateOS, client: Client, aiohttp_client: ClientFactory
+) -> None:
+    first = (await create_sandbox(client))["id"]
+    second = (await create_sandbox(client))["id"]
+    fake.faults.error(500, sandbox=first)
+    assert (await client.get(f"/v1/sandboxes/{first}")).status == 500
+    assert (await client.get(f"/v1/sandboxes/{second}")).status == 200
+    fake.faults.clear()
+    other_key = fake.create_tenant()
+    fake.faults.error(500, tenant=fake.tenant(other_key).id)
+    other = await aiohttp_client(fake.app(), headers={"X-Api-Key": other_key})
+    assert (await other.get("/v1/whoami")).status == 500
+    assert (await client.get("/v1/whoami")).status == 200
+
+
+async def test_gate_holds_before_the_effect(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    gate = fake.faults.gate("release", route="DELETE /v1/sandboxes/{id}")
+    deletion = asyncio.ensure_future(client.delete(f"/v1/sandboxes/{sandbox_id}"))
+    await gate.wait_held(1)
+    # The DELETE is in flight: the sandbox is untouched, and a racing resume sees it running.
+    assert fake.find_sandbox(sandbox_id).status.value == "running"
+    await expect_error(await client.post(f"/v1/sandboxes/{sandbox_id}/resume"), 409, "running")
+    assert gate.release() == 1
+    assert (await (await deletion).json())["data"]["status"] == "destroyed"
+    assert gate.as_json() == {"name": "release", "held": 0, "passed": 1, "open": False}
+    delete, resume = (
+        fake.journal.requests(route="DELETE /v1/sandboxes/{id}")[0],
+        fake.journal.requests(route="POST /v1/sandboxes/{id}/resume")[0],
+    )
+    assert fake.journal.overlapping(delete, resume)
+
+
+async def test_gate_after_the_effect_withholds_only_the_answer(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    gate = fake.faults.gate("paused", when="after", route="POST /v1/sandboxes/{id}/pause")
+    pausing = asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox_id}/pause"))
+    await gate.wait_held(1)
+    assert fake.find_sandbox(sandbox_id).status.value == "paused"
+    gate.open()
+    assert (await pausing).status == 200
+
+
+async def test_gate_wait_times_out_loudly(fake: FakeCreateOS) -> None:
+    gate = fake.faults.gate("never", route="/v1/whoami")
+    with pytest.raises(TimeoutError, match="0 request"):
+        await gate.wait_held(1, timeout=0.05)
+
+
+async def test_gate_reproduces_the_interleaving_every_time(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    """1,000 runs of "resume while the delete is held": the same outcome every time."""
+    outcomes = set()
+    gate = fake.faults.gate("delete", route="DELETE /v1/sandboxes/{id}")
+    sandbox = fake.sandboxes.create(fake.tenant("skp_test_owner"), CreateSpec(shape="s-1vcpu-1gb"))
+    fake.sandboxes.pause(sandbox)
+    for _ in range(1000):
+        deletion = asyncio.ensure_future(client.delete(f"/v1/sandboxes/{sandbox.id}"))
+        await gate.wait_held(1)
+        resumed = await client.post(f"/v1/sandboxes/{sandbox.id}/resume")
+        status_during = sandbox.status.value
+        gate.release()
+        deleted = await deletion
+        outcomes.add((resumed.status, status_during, deleted.status, sandbox.status.value))
+        fake.lifecycle.force(sandbox, Status.PAUSED)
+    assert outcomes == {(200, "running", 200, "destroyed")}
+
+
+async def start_process(client: Client, sandbox_id: str, script: str) -> str:
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "/bin/bash", "args": ["-lc", script]}
+    )
+    process_id: str = (await response.json())["data"]["process_id"]
+    await client.get(f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/wait")
+    return process_id
+
+
+async def connect_lines(client: Client, path: str) -> list[str]:
+    response = await client.get(path)
+    return (await response.text()).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected_seqs", "ends_with_exit"),
+    [("gap", [1, 3], True), ("no_exit", [1, 2, 3], False), ("disconnect", [1], False)],
+)
+async def test_stream_faults_on_connect(
+    fake: FakeCreateOS,
+    client: Client,
+    sandbox_id: str,
+    kind: str,
+    expected_seqs: list[int],
+    ends_with_exit: bool,
+) -> None:
+    process_id = await start_process(client, sandbox_id, "echo 1; echo 2; echo 3")
+    path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect?after=0"
+    fake.faults.stream(
+        kind, after_frames=1, route="/v1/sandboxes/{id}/processes/{pid}/connect", times=1
+    )
+    try:
+        frames = [json.loads(line) for line in await connect_lines(client, path)]
+    except aiohttp.ClientPayloadError:
+        frames = []  # a disconnect can surface as a broken chunked body
+    seqs = [f["seq"] for f in frames if f.get("type") == "data"]
+    assert seqs == expected_seqs or (kind == "disconnect" and seqs == [])
+    assert any(f.get("type") == "exit" for f in frames) is ends_with_exit
+    # Reconnecting with the cursor replays correctly once the rule is spent.
+    replay = [json.loads(line) for line in await connect_lines(client, path.replace("=0", "=1"))]
+    assert [f["seq"] for f in replay if f["type"] == "data"] == [2, 3]
+    assert base64.b64decode(replay[0]["data_base64"]) == b"2\n"
+
+
+async def test_malformed_frame_and_evict_stream_faults(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    process_id = await start_process(client, sandbox_id, "echo 1; echo 2")
+    path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect"
+    fake.faults.stream(
+        "malformed_frame",
+        after_frames=1,
+        route=path.replace(sandbox_id, "{id}").replace(process_id, "{pid}"),
+        times=1,
+    )
+    lines = await connect_lines(client, path)
+    assert json.loads(lines[0])["seq"] == 1
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(lines[1])
+    fake.faults.stream("evict", route="/v1/sandboxes/{id}/processes/{pid}/connect", times=1)
+    evicted = [json.loads(line) for line in await connect_lines(client, path)]
+    assert evicted == [
+        {"type": "error", "error": "output_offset_expired", "oldest_available_seq": 1}
+    ]
+
+
+async def test_exec_stream_without_exit(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    fake.faults.stream("no_exit", route="/v1/sandboxes/{id}/exec")
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec?stream=true",
+        json={"cmd": "echo", "args": ["hi"], "stream": True},
+    )
+    assert [json.loads(line) for line in (await response.text()).splitlines()] == [
+        {"stdout": "hi\n"}
+    ]
+
+
+async def test_process_survives_delete(fake: FakeCreateOS, client: Client, sandbox_id: str) -> None:
+    response = await client.post(f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "cat"})
+    process_id = (await response.json())["data"]["process_id"]
+    fake.faults.process_survives(route="DELETE /v1/sandboxes/{id}/processes/{pid}", times=1)
+    path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}?grace_ms=1000"
+    survived = (await (await client.delete(path)).json())["data"]
+    assert (survived["tree_exited"], survived["state"]) == (False, "running")
+    ended = (await (await client.delete(path)).json())["data"]
+    assert ended["tree_exited"] is True
+
+
+async def test_stuck_transition_until_released(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    fake.faults.add(
+        {"match": {"route": "POST /v1/sandboxes/{id}/pause"}, "action": {"type": "stuck"}}
+    )
+    view = (await (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).json())["data"]
+    assert view["status"] == "pausing"  # transition_ms=0, yet held
+    sandbox = fake.find_sandbox(sandbox_id)
+    fake.state_faults.unstick(sandbox)
+    assert sandbox.status.value == "paused"
+
+
+async def test_transition_can_end_in_error(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    await client.post(f"/v1/sandboxes/{sandbox_id}/pause")
+    fake.faults.add(
+        {
+            "match": {"route": "POST /v1/sandboxes/{id}/resume"},
+            "action": {"type": "transition_error", "status": "failed"},
+        }
+    )
+    await client.post(f"/v1/sandboxes/{sandbox_id}/resume")
+    assert (await (await client.get(f"/v1/sandboxes/{sandbox_id}")).json())["data"][
+        "status"
+    ] == "failed"
+
+
+async def test_destroyed_behind_the_clients_back(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    fake.faults.add(
+        {
+            "match": {"route": "POST /v1/sandboxes/{id}/exec"},
+            "action": {"type": "destroy"},
+            "times": 1,
+        }
+    )
+    await expect_error(
+        await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "true"}),
+        409,
+        "destroyed",
+    )
+
+
+@pytest.mark.parametrize("mode", ["wipe", "replace", "garble"])
+async def test_marker_faults_change_what_cat_reads(
+    fake: FakeCreateOS, client: Client, sandbox_id: str, mode: str
+) -> None:
+    await client.put(f"/v1/sandboxes/{sandbox_id}/files?path={MARKER}", data=b"lease-marker-1")
+    fake.faults.add(
+        {
+            "match": {"route": "POST /v1/sandboxes/{id}/exec"},
+            "action": {"type": "marker", "mode": mode},
+            "times": 1,
+        }
+    )
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "/bin/cat", "args": [MARKER]}
+    )
+    result = (await response.json())["data"]["result"]
+    if mode == "wipe":
+        assert result["exit_code"] == 1
+    else:
+        assert result["exit_code"] == 0
+        assert result["stdout"] != "lease-marker-1"
+        assert len(result["stdout"]) == (36 if mode == "replace" else len("lease-marker-1"))
+
+
+@pytest.mark.parametrize(
+    ("rule", "fragment"),
+    [
+        ({"action": {"type": "explode"}}, "unknown"),
+        ({"action": {"type": "error"}}, "needs 'status'"),
+        ({"action": {"type": "error", "status": 200}}, "status"),
+        ({"action": {"type": "latency", "ms": -1}}, "ms"),
+        ({"action": {"type": "latency", "ms": 1, "speed": 2}}, "no parameter"),
+        ({"match": {"verb": "GET"}, "action": {"type": "reset"}}, "no field 'verb'"),
+        ({"match": {"route": 5}, "action": {"type": "reset"}}, "string"),
+        ({"action": {"type": "reset"}, "probability": 2}, "probability"),
+        ({"action": {"type": "reset"}, "times": 0}, "times"),
+        ({"action": {"type": "stream", "kind": "sideways"}}, "kind"),
+        ({"action": {"type": "gate"}}, "name"),
+        ({"action": {"type": "marker", "mode": "burn"}}, "mode"),
+        ({"match": {"method": "GET", "route": "POST /v1/x"}, "action": {"type": "reset"}}, "says"),
+        ([], "object"),
+        ({"action": {"type": "reset"}, "colour": 1}, "no field"),
+    ],
+)
+def test_bad_rules_say_what_is_wrong(rule: Any, fragment: str) -> None:
+    with pytest.raises(FaultError, match=fragment):
+        parse_rule(rule)
+
+
+async def test_control_api_manages_rules_gates_and_state(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    added = await client.post(
+        "/_fake/faults",
+        json={
+            "rules": [
+                {
+                    "match": {"route": "GET /v1/sandboxes/{id}"},
+                    "action": {"type": "error", "status": 500},
+                },
+                {
+                    "match": {"route": "DELETE /v1/sandboxes/{id}"},
+                    "action": {"type": "gate", "name": "g"},
+                },
+            ]
+        },
+    )
+    ids = (await added.json())["data"]["ids"]
+    assert ids == ["rule_1", "rule_2"]
+    assert (await client.get(f"/v1/sandboxes/{sandbox_id}")).status == 500
+    listing = (await (await client.get("/_fake/faults")).json())["data"]
+    assert [r["fired"] for r in listing["rules"]] == [1, 0]
+    assert (await client.delete("/_fake/faults/rule_1")).status == 200
+    await expect_error(await client.delete("/_fake/faults/rule_1"), 404)
+    deletion = asyncio.ensure_future(client.delete(f"/v1/sandboxes/{sandbox_id}"))
+    await fake.faults.gates["g"].wait_held(1)
+    gate = (await (await client.get("/_fake/gates/g")).json())["data"]
+    assert gate["held"] == 1
+    released = await client.post("/_fake/gates/g/release", json={"count": 1})
+    assert (await released.json())["data"]["released"] == 1
+    assert (await deletion).status == 200
+    await expect_error(await client.get("/_fake/gates/nope"), 404)
+    await expect_error(await client.post("/_fake/faults", data=b"{oops"), 400, "JSON")
+    await expect_error(
+        await client.post("/_fake/faults", json={"action": {"type": "x"}}),
+        400,
+        "invalid fault rule",
+    )
+    assert (await client.delete("/_fake/faults")).status == 200
+    assert (await (await client.get("/_fake/faults")).json())["data"]["rules"] == []
+
+
+async def test_control_api_state_and_marker_faults(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    stuck = await client.post(f"/_fake/sandboxes/{sandbox_id}/state", json={"stuck": True})
+    assert stuck.status == 200
+    view = (await (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).json())["data"]
+    assert view["status"] == "pausing"
+    await client.post(f"/_fake/sandboxes/{sandbox_id}/state", json={"stuck": False})
+    assert fake.find_sandbox(sandbox_id).status.value == "paused"
+    forced = await client.post(f"/_fake/sandboxes/{sandbox_id}/state", json={"status": "destroyed"})
+    assert (await forced.json())["data"]["status"] == "destroyed"
+    await expect_error(
+        await client.post(f"/_fake/sandboxes/{sandbox_id}/state", json={"status": "melted"}), 400
+    )
+    await expect_error(await client.post(f"/_fake/sandboxes/{sandbox_id}/state", json={}), 400)
+    await expect_error(
+        await client.post("/_fake/sandboxes/sb_nope/state", json={"stuck": True}), 404
+    )
+    await expect_error(
+        await client.post(f"/_fake/sandboxes/{sandbox_id}/marker", json={"mode": "burn"}),
+        400,
+        "mode",
+    )
+    marked = await client.post(f"/_fake/sandboxes/{sandbox_id}/marker", json={"mode": "replace"})
+    assert (await marked.json())["data"]["path"] == MARKER
+    assert fake.find_sandbox(sandbox_id).fs.is_file(MARKER)
+
+
+async def test_control_api_clock_tenants_journal_reset(aiohttp_client: ClientFactory) -> None:
+    fake = FakeCreateOS(ServerConfig(manual_clock=True, seed=5, transition_ms=1000))
+    control = await aiohttp_client(fake.app())
+    tenant = (await (await control.post("/_fake/tenants")).json())["data"]
+    assert tenant["api_key"].startswith("skp_")
+    headers = {"X-Api-Key": tenant["api_key"]}
+    created = await control.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers=headers)
+    sandbox_id = (await created.json())["data"]["id"]
+    await control.post(f"/v1/sandboxes/{sandbox_id}/pause", headers=headers)
+    advanced = (await (await control.post("/_fake/clock/advance", json={"seconds": 1})).json())[
+        "data"
+    ]
+    assert advanced["fired"] == 1
+    await expect_error(await control.post("/_fake/clock/advance", json={"seconds": -1}), 400)
+    journal = (await (await control.get("/_fake/journal?since=0")).json())["data"]["entries"]
+    transitions = [(e.get("before"), e["after"]) for e in journal if e["kind"] == "transition"]
+    assert ("pausing", "paused") in transitions
+    assert all(tenant["api_key"] not in json.dumps(e) for e in journal)
+    state = (await (await control.get("/_fake/state")).json())["data"]
+    assert state["tenants"][0]["sandboxes"][0]["status"] == "paused"
+    assert (await control.post("/_fake/reset")).status == 200
+    assert (await (await control.get("/_fake/state")).json())["data"]["tenants"] == []
+
+
+async def test_clock_advance_needs_a_manual_clock(client: Client) -> None:
+    await expect_error(
+        await client.post("/_fake/clock/advance", json={"seconds": 1}), 409, "manual"
+    )
