@@ -78,6 +78,11 @@ class FakeCreateOS:
         for key in config.api_keys:
             self.tenants.register(key)
 
+    def reseed(self, seed: int) -> None:
+        """Restart ids, names and fault draws from ``seed``."""
+        self.ids.reseed(seed)
+        self.faults.random.seed(seed)
+
     @property
     def seed(self) -> int:
         """The seed in use (drawn at random when the config gave none)."""

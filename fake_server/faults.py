@@ -20,9 +20,9 @@ import itertools
 import math
 import random
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from fake_server.gates import Gate
 
@@ -35,6 +35,7 @@ __all__ = [
     "Match",
     "RequestInfo",
     "Rule",
+    "RuleShortcuts",
     "parse_rule",
 ]
 
@@ -278,7 +279,91 @@ def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:
     return rule
 
 
-class FaultEngine:
+RuleT = TypeVar("RuleT")
+GateT = TypeVar("GateT")
+
+
+class RuleShortcuts(Generic[RuleT, GateT]):
+    """One-line constructors for common rules, over an ``add`` that takes a rule's JSON form.
+
+    Shared by :class:`FaultEngine` and the plugin's per-test fault handle, so both offer the
+    same vocabulary. Keyword arguments other than the action's parameters are the match
+    (``method``, ``route``, ``sandbox``, ``tenant``) and the counters (``after``, ``times``,
+    ``probability``, ``id``).
+    """
+
+    def add(self, rule: Mapping[str, Any]) -> RuleT:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _gate_for(self, name: str) -> GateT:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _shortcut(self, action: Action, match: dict[str, Any]) -> RuleT:
+        options: dict[str, Any] = {
+            key: match.pop(key) for key in ("after", "times", "probability", "id") if key in match
+        }
+        return self.add({"match": match, "action": action.as_json(), **options})
+
+    def latency(
+        self, ms: float, *, jitter_ms: float = 0, distribution: str = "uniform", **match: Any
+    ) -> RuleT:
+        """Delay matching requests by ``ms`` (± ``jitter_ms``) of clock time."""
+        return self._shortcut(
+            Action("latency", {"ms": ms, "jitter_ms": jitter_ms, "distribution": distribution}),
+            match,
+        )
+
+    def error(
+        self,
+        status: int,
+        *,
+        message: str | None = None,
+        retry_after: int | None = None,
+        **match: Any,
+    ) -> RuleT:
+        """Answer matching requests with ``status`` in the API's envelope."""
+        params: dict[str, Any] = {"status": status}
+        if message is not None:
+            params["message"] = message
+        if retry_after is not None:
+            params["retry_after"] = retry_after
+        return self._shortcut(Action("error", params), match)
+
+    def reset(self, **match: Any) -> RuleT:
+        """Close the connection without an answer."""
+        return self._shortcut(Action("reset"), match)
+
+    def hang(self, **match: Any) -> RuleT:
+        """Never answer (until the client gives up)."""
+        return self._shortcut(Action("hang"), match)
+
+    def drop_response(self, **match: Any) -> RuleT:
+        """Do the work, then close the connection before the answer (the "lost create")."""
+        return self._shortcut(Action("drop_response"), match)
+
+    def malformed(self, **match: Any) -> RuleT:
+        """Do the work, then answer 200 with a body that is not valid JSON."""
+        return self._shortcut(Action("malformed"), match)
+
+    def rate_limit(self, limit: int, *, window_s: float = 60.0, **match: Any) -> RuleT:
+        """429 with ``Retry-After`` past ``limit`` requests per ``window_s`` per client."""
+        return self._shortcut(Action("rate_limit", {"limit": limit, "window_s": window_s}), match)
+
+    def stream(self, kind: str, *, after_frames: int = 1, **match: Any) -> RuleT:
+        """A stream fault on process ``connect`` or exec streams (see :data:`STREAM_KINDS`)."""
+        return self._shortcut(Action("stream", {"kind": kind, "after_frames": after_frames}), match)
+
+    def gate(self, name: str, *, when: str = "before", **match: Any) -> GateT:
+        """Hold matching requests in gate ``name`` (before or after their effect)."""
+        self._shortcut(Action("gate", {"name": name, "when": when}), match)
+        return self._gate_for(name)
+
+    def process_survives(self, **match: Any) -> RuleT:
+        """``DELETE`` of a process leaves it running and answers ``tree_exited: false``."""
+        return self._shortcut(Action("process_survives"), match)
+
+
+class FaultEngine(RuleShortcuts[Rule, Gate]):
     """The rules and gates of one fake, and the one seeded generator they draw from."""
 
     def __init__(self, seed: int) -> None:
@@ -293,7 +378,10 @@ class FaultEngine:
         """Add a rule (a :class:`Rule` or its JSON form); returns it with its id."""
         return self.add_all([rule])[0]
 
-    def add_all(self, items: list[Rule | Mapping[str, Any]]) -> list[Rule]:
+    def _gate_for(self, name: str) -> Gate:
+        return self.gates[name]
+
+    def add_all(self, items: Sequence[Rule | Mapping[str, Any]]) -> list[Rule]:
         """Add several rules, all or none: each is checked before any is added."""
         rules = [
             item if isinstance(item, Rule) else parse_rule(item, rule_id=f"rule_{next(self._ids)}")
@@ -339,72 +427,6 @@ class FaultEngine:
         if gate is None:
             gate = self.gates[name] = Gate(name)
         return gate
-
-    # -- shortcuts ---------------------------------------------------------------------------
-
-    def _shortcut(self, action: Action, match: dict[str, Any]) -> Rule:
-        options: dict[str, Any] = {
-            key: match.pop(key) for key in ("after", "times", "probability", "id") if key in match
-        }
-        return self.add({"match": match, "action": action.as_json(), **options})
-
-    def latency(
-        self, ms: float, *, jitter_ms: float = 0, distribution: str = "uniform", **match: Any
-    ) -> Rule:
-        """Delay matching requests by ``ms`` (± ``jitter_ms``) of clock time."""
-        return self._shortcut(
-            Action("latency", {"ms": ms, "jitter_ms": jitter_ms, "distribution": distribution}),
-            match,
-        )
-
-    def error(
-        self,
-        status: int,
-        *,
-        message: str | None = None,
-        retry_after: int | None = None,
-        **match: Any,
-    ) -> Rule:
-        """Answer matching requests with ``status`` in the API's envelope."""
-        params: dict[str, Any] = {"status": status}
-        if message is not None:
-            params["message"] = message
-        if retry_after is not None:
-            params["retry_after"] = retry_after
-        return self._shortcut(Action("error", params), match)
-
-    def reset(self, **match: Any) -> Rule:
-        """Close the connection without an answer."""
-        return self._shortcut(Action("reset"), match)
-
-    def hang(self, **match: Any) -> Rule:
-        """Never answer (until the client gives up)."""
-        return self._shortcut(Action("hang"), match)
-
-    def drop_response(self, **match: Any) -> Rule:
-        """Do the work, then close the connection before the answer (the "lost create")."""
-        return self._shortcut(Action("drop_response"), match)
-
-    def malformed(self, **match: Any) -> Rule:
-        """Do the work, then answer 200 with a body that is not valid JSON."""
-        return self._shortcut(Action("malformed"), match)
-
-    def rate_limit(self, limit: int, *, window_s: float = 60.0, **match: Any) -> Rule:
-        """429 with ``Retry-After`` past ``limit`` requests per ``window_s`` per client."""
-        return self._shortcut(Action("rate_limit", {"limit": limit, "window_s": window_s}), match)
-
-    def stream(self, kind: str, *, after_frames: int = 1, **match: Any) -> Rule:
-        """A stream fault on process ``connect`` or exec streams (see :data:`STREAM_KINDS`)."""
-        return self._shortcut(Action("stream", {"kind": kind, "after_frames": after_frames}), match)
-
-    def gate(self, name: str, *, when: str = "before", **match: Any) -> Gate:
-        """Hold matching requests in gate ``name`` (before or after their effect)."""
-        self._shortcut(Action("gate", {"name": name, "when": when}), match)
-        return self.gates[name]
-
-    def process_survives(self, **match: Any) -> Rule:
-        """``DELETE`` of a process leaves it running and answers ``tree_exited: false``."""
-        return self._shortcut(Action("process_survives"), match)
 
     # -- evaluation ----------------------------------------------------------------------------
 

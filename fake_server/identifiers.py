@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Container
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ class Identifiers:
         self.seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
         self.random = random.Random(self.seed)
         self._faker: Faker | None = None
-        self._ips: set[str] = set()
 
     @property
     def faker(self) -> Faker:
@@ -68,8 +68,16 @@ class Identifiers:
             if len(candidate) <= 22 and candidate.isascii():
                 return candidate.lower()
 
-    def ip(self) -> str:
-        """A private IPv4 address, unique within this server."""
+    def reseed(self, seed: int) -> None:
+        """Start the sequence again from ``seed`` (the plugin does this per test, so each test
+        sees the same ids whatever ran before it)."""
+        self.seed = seed
+        self.random.seed(seed)
+        if self._faker is not None:
+            self._faker.seed_instance(seed)
+
+    def ip(self, taken: Container[str] = ()) -> str:
+        """A private IPv4 address not in ``taken`` (addresses are unique per tenant)."""
         while True:
             octets = (
                 self.random.randrange(256),
@@ -77,8 +85,7 @@ class Identifiers:
                 self.random.randrange(1, 255),
             )
             candidate = "10.{}.{}.{}".format(*octets)
-            if candidate not in self._ips:
-                self._ips.add(candidate)
+            if candidate not in taken:
                 return candidate
 
     def spawn_ms(self) -> float:

@@ -72,7 +72,9 @@ class Entry:
             fired = f" rules={','.join(self.rules)}" if self.rules else ""
             return f"#{self.seq} {self.method} {self.path} -> {self.status}{state}{fired}"
         if self.kind == "transition":
-            return f"#{self.seq} {self.sandbox}: {self.before} -> {self.after} ({self.cause})"
+            return (
+                f"#{self.seq} {self.sandbox}: {self.before or 'new'} -> {self.after} ({self.cause})"
+            )
         return f"#{self.seq} {self.sandbox} process {self.process}: {self.detail}"
 
 

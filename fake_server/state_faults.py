@@ -48,6 +48,27 @@ class StateFaults:
         """Put the sandbox into ``status`` at once ("destroyed behind the client's back")."""
         self.lifecycle.force(sandbox, status)
 
+    def change(
+        self,
+        sandbox: Sandbox,
+        *,
+        status: str | None = None,
+        fail_to: str | None = None,
+        stuck: bool | None = None,
+    ) -> None:
+        """Apply several state faults at once (the control API's ``/state`` body); raises
+        ``ValueError`` naming a bad status."""
+        if status is None and fail_to is None and stuck is None:
+            raise ValueError("give at least one of status, stuck, fail_to")
+        if status is not None:
+            self.set_status(sandbox, Status(status))
+        if fail_to is not None:
+            self.fail_transition(sandbox, Status(fail_to))
+        if stuck is True:
+            self.stick(sandbox)
+        elif stuck is False:
+            self.unstick(sandbox)
+
     def marker(self, sandbox: Sandbox, mode: str, path: str = DEFAULT_MARKER_PATH) -> None:
         """Wipe, replace (with another random marker) or garble the lease marker file."""
         fs = sandbox.fs

@@ -15,7 +15,6 @@ from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, FaultError
 from fake_server.gates import Gate
-from fake_server.lifecycle import Status
 from fake_server.routes.common import fake_of, ok, read_body
 from fake_server.validation import query_int
 
@@ -116,23 +115,31 @@ async def sandbox_state(request: web.Request) -> web.Response:
     body = await read_body(request, allowed={"status", "stuck", "fail_to"})
     fake = fake_of(request)
     sandbox = fake.find_sandbox(request.match_info["id"])
-    raw_status = body.string("status")
-    stuck = body.boolean("stuck")
-    fail_to = body.string("fail_to")
-    if raw_status is None and stuck is None and fail_to is None:
-        raise ApiError.invalid("status", "give at least one of status, stuck, fail_to")
     try:
-        if raw_status is not None:
-            fake.state_faults.set_status(sandbox, Status(raw_status))
-        if fail_to is not None:
-            fake.state_faults.fail_transition(sandbox, Status(fail_to))
+        fake.state_faults.change(
+            sandbox,
+            status=body.string("status"),
+            fail_to=body.string("fail_to"),
+            stuck=body.boolean("stuck"),
+        )
     except ValueError as exc:
-        raise ApiError.invalid("status" if fail_to is None else "fail_to", str(exc)) from None
-    if stuck is True:
-        fake.state_faults.stick(sandbox)
-    elif stuck is False:
-        fake.state_faults.unstick(sandbox)
+        raise ApiError.invalid("status", str(exc)) from None
     return ok(sandbox.view())
+
+
+async def drop_tenant(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"api_key"})
+    fake_of(request).drop_tenant(body.string("api_key", required=True) or "")
+    return ok({"dropped": True})
+
+
+async def reseed(request: web.Request) -> web.Response:
+    body = await read_body(request, allowed={"seed"})
+    seed = body.integer("seed", low=0)
+    if seed is None:
+        raise ApiError.invalid("seed", "is required")
+    fake_of(request).reseed(seed)
+    return ok({"seed": seed})
 
 
 async def sandbox_marker(request: web.Request) -> web.Response:
@@ -155,6 +162,8 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/_fake/state", state, allow_head=False)
     router.add_get("/_fake/journal", journal, allow_head=False)
     router.add_post("/_fake/tenants", create_tenant)
+    router.add_delete("/_fake/tenants", drop_tenant)
+    router.add_post("/_fake/seed", reseed)
     router.add_post("/_fake/clock/advance", advance_clock)
     router.add_get("/_fake/faults", list_faults, allow_head=False)
     router.add_post("/_fake/faults", add_faults)

@@ -1,0 +1,51 @@
+"""pytest fixtures, a reference lease provider and a conformance kit for CreateOS sandboxes.
+
+The fixtures (``createos_server``, ``createos_aiohttp_server``, ``createos_faults``,
+``createos_journal``, ``createos_config``, ``createos_lease_params``, ``createos_provider``,
+``createos_kit``) are registered automatically through the ``pytest11`` entry point.
+"""
+
+from pytest_createos.errors import (
+    CLEANUP_PENDING_MESSAGE,
+    CleanupInProgressError,
+    CleanupPendingError,
+    CleanupUnconfirmedError,
+    CreateosApiError,
+    CreateosTransportError,
+    LeaseError,
+    LeaseOwnershipError,
+    is_cleanup_pending,
+)
+from pytest_createos.host import LeaseHost
+from pytest_createos.provider import (
+    ConfigResult,
+    ExecuteResult,
+    Lease,
+    LeaseProvider,
+    ProbeResult,
+    RealizedWorkspace,
+    validate_config,
+)
+from pytest_createos.server import CreateosServer, GateHandle
+
+__all__ = [
+    "CLEANUP_PENDING_MESSAGE",
+    "CleanupInProgressError",
+    "CleanupPendingError",
+    "CleanupUnconfirmedError",
+    "ConfigResult",
+    "CreateosApiError",
+    "CreateosServer",
+    "CreateosTransportError",
+    "ExecuteResult",
+    "GateHandle",
+    "Lease",
+    "LeaseError",
+    "LeaseHost",
+    "LeaseOwnershipError",
+    "LeaseProvider",
+    "ProbeResult",
+    "RealizedWorkspace",
+    "is_cleanup_pending",
+    "validate_config",
+]

@@ -1,0 +1,252 @@
+"""How the plugin talks to a fake: in process (same loop or a background thread) or over the
+HTTP control API of an already running ``fake-createos serve``.
+
+Everything goes through JSON-shaped calls, so one per-test handle
+(:class:`~pytest_createos.server.CreateosServer`) works the same on every channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+from fake_server import ApiError, BackgroundServer, FakeCreateOS
+from fake_server.faults import FaultError
+
+__all__ = ["ControlChannel", "ControlError", "HttpChannel", "LocalChannel"]
+
+_T = TypeVar("_T")
+
+
+class ControlError(RuntimeError):
+    """A control call the fake refused (bad rule, unknown gate...)."""
+
+
+class ControlChannel(Protocol):
+    """The control operations a test needs, in JSON terms."""
+
+    url: str
+
+    def new_tenant(self) -> tuple[str, str]:
+        """A fresh ``(api_key, tenant_id)``."""
+        ...
+
+    def drop_tenant(self, api_key: str) -> None: ...
+
+    def reseed(self, seed: int) -> None: ...
+
+    def add_rules(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+    def rules(self) -> list[dict[str, Any]]: ...
+
+    def remove_rule(self, rule_id: str) -> None: ...
+
+    def gate(self, name: str) -> dict[str, Any]: ...
+
+    def release_gate(self, name: str, count: int | None, *, open_gate: bool = False) -> int: ...
+
+    def wait_gate(self, name: str, count: int, timeout: float) -> None: ...
+
+    async def async_wait_gate(self, name: str, count: int, timeout: float) -> None: ...
+
+    def journal(self, since: int = 0) -> list[dict[str, Any]]: ...
+
+    def advance(self, seconds: float) -> None: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+    def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]: ...
+
+    def marker(self, sandbox_id: str, mode: str, path: str | None) -> None: ...
+
+
+class LocalChannel:
+    """A fake in this process, either on this thread's running loop or behind a
+    :class:`~fake_server.runner.BackgroundServer` (calls are handed to its loop)."""
+
+    def __init__(self, fake: FakeCreateOS, url: str, server: BackgroundServer | None = None):
+        self.fake = fake
+        self.url = url
+        self._server = server
+
+    def _call(self, function: Callable[..., _T], *args: Any) -> _T:
+        try:
+            if self._server is None:
+                return function(*args)
+            return self._server.call(function, *args)
+        except (ApiError, FaultError, ValueError) as exc:
+            raise ControlError(str(exc)) from None
+
+    def new_tenant(self) -> tuple[str, str]:
+        key = self._call(self.fake.create_tenant)
+        return key, self._call(lambda: self.fake.tenant(key).id)
+
+    def drop_tenant(self, api_key: str) -> None:
+        self._call(self.fake.drop_tenant, api_key)
+
+    def reseed(self, seed: int) -> None:
+        self._call(self.fake.reseed, seed)
+
+    def add_rules(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self._call(lambda: [rule.as_json() for rule in self.fake.faults.add_all(rules)])
+
+    def rules(self) -> list[dict[str, Any]]:
+        return self._call(lambda: [rule.as_json() for rule in self.fake.faults])
+
+    def remove_rule(self, rule_id: str) -> None:
+        self._call(self.fake.faults.remove, rule_id)
+
+    def gate(self, name: str) -> dict[str, Any]:
+        return self._call(lambda: self.fake.faults.gate_named(name).as_json())
+
+    def release_gate(self, name: str, count: int | None, *, open_gate: bool = False) -> int:
+        gate = self.fake.faults.gate_named
+        if open_gate:
+            return self._call(lambda: gate(name).open())
+        return self._call(lambda: gate(name).release(count))
+
+    def _wait(self, name: str, count: int, timeout: float) -> Awaitable[None]:
+        return self.fake.faults.gate_named(name).wait_held(count, timeout)
+
+    def wait_gate(self, name: str, count: int, timeout: float) -> None:
+        if self._server is None:
+            raise RuntimeError(
+                "this fake runs on the test's own event loop: use `await gate.async_wait_held()`"
+            )
+        self._server.run(self._wait_coroutine(name, count, timeout))
+
+    async def _wait_coroutine(self, name: str, count: int, timeout: float) -> None:
+        await self._wait(name, count, timeout)
+
+    async def async_wait_gate(self, name: str, count: int, timeout: float) -> None:
+        if self._server is None:
+            await self._wait(name, count, timeout)
+            return
+        future = asyncio.run_coroutine_threadsafe(
+            self._wait_coroutine(name, count, timeout), self._server.loop
+        )
+        await asyncio.wrap_future(future)
+
+    def journal(self, since: int = 0) -> list[dict[str, Any]]:
+        return self._call(lambda: [e.as_json() for e in self.fake.journal.entries(since=since)])
+
+    def advance(self, seconds: float) -> None:
+        def step() -> None:
+            clock = self.fake.clock
+            if not hasattr(clock, "advance"):
+                raise ValueError("the fake's clock is real time: mark the test manual_clock=True")
+            clock.advance(seconds)
+
+        self._call(step)
+
+    def state(self) -> dict[str, Any]:
+        return self._call(self.fake.state)
+
+    def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]:
+        def apply() -> dict[str, Any]:
+            sandbox = self.fake.find_sandbox(sandbox_id)
+            self.fake.state_faults.change(sandbox, **change)
+            return sandbox.view()
+
+        return self._call(apply)
+
+    def marker(self, sandbox_id: str, mode: str, path: str | None) -> None:
+        def apply() -> None:
+            sandbox = self.fake.find_sandbox(sandbox_id)
+            if path is None:
+                self.fake.state_faults.marker(sandbox, mode)
+            else:
+                self.fake.state_faults.marker(sandbox, mode, path)
+
+        self._call(apply)
+
+
+class HttpChannel:
+    """A ``fake-createos serve`` reached over its ``/_fake`` control API."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read())["data"]
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read()).get("message", exc.reason)
+            except ValueError:
+                message = exc.reason
+            raise ControlError(f"{method} {path}: HTTP {exc.code}: {message}") from None
+        except urllib.error.URLError as exc:
+            raise ControlError(f"cannot reach the fake at {self.url}: {exc.reason}") from None
+
+    def new_tenant(self) -> tuple[str, str]:
+        data = self._request("POST", "/_fake/tenants", {})
+        return data["api_key"], data["tenant"]
+
+    def drop_tenant(self, api_key: str) -> None:
+        self._request("DELETE", "/_fake/tenants", {"api_key": api_key})
+
+    def reseed(self, seed: int) -> None:
+        self._request("POST", "/_fake/seed", {"seed": seed})
+
+    def add_rules(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        ids = self._request("POST", "/_fake/faults", {"rules": rules})["ids"]
+        by_id = {rule["id"]: rule for rule in self.rules()}
+        return [by_id[rule_id] for rule_id in ids]
+
+    def rules(self) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/_fake/faults")["rules"])
+
+    def remove_rule(self, rule_id: str) -> None:
+        self._request("DELETE", f"/_fake/faults/{rule_id}")
+
+    def gate(self, name: str) -> dict[str, Any]:
+        return dict(self._request("GET", f"/_fake/gates/{name}"))
+
+    def release_gate(self, name: str, count: int | None, *, open_gate: bool = False) -> int:
+        body: dict[str, Any] = {"open": True} if open_gate else {}
+        if count is not None:
+            body["count"] = count
+        return int(self._request("POST", f"/_fake/gates/{name}/release", body)["released"])
+
+    def wait_gate(self, name: str, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.gate(name)["held"] < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"gate {name!r}: fewer than {count} request(s) held after {timeout}s"
+                )
+            time.sleep(0.002)  # polling a remote server: there is nothing to await on
+
+    async def async_wait_gate(self, name: str, count: int, timeout: float) -> None:
+        await asyncio.to_thread(self.wait_gate, name, count, timeout)
+
+    def journal(self, since: int = 0) -> list[dict[str, Any]]:
+        return list(self._request("GET", f"/_fake/journal?since={since}")["entries"])
+
+    def advance(self, seconds: float) -> None:
+        self._request("POST", "/_fake/clock/advance", {"seconds": seconds})
+
+    def state(self) -> dict[str, Any]:
+        return dict(self._request("GET", "/_fake/state"))
+
+    def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]:
+        return dict(self._request("POST", f"/_fake/sandboxes/{sandbox_id}/state", change))
+
+    def marker(self, sandbox_id: str, mode: str, path: str | None) -> None:
+        body = {"mode": mode} if path is None else {"mode": mode, "path": path}
+        self._request("POST", f"/_fake/sandboxes/{sandbox_id}/marker", body)

@@ -1,0 +1,420 @@
+"""The pytest plugin: options, the ``createos`` marker, reporting hooks and fixtures over
+:mod:`fake_server`.
+
+It is registered through the ``pytest11`` entry point, so installing the package is enough.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
+from pytest_createos.channel import ControlChannel, HttpChannel, LocalChannel
+from pytest_createos.server import CreateosServer
+
+__all__ = ["CreateosLeakWarning"]
+
+MARKER_ARGS = frozenset(
+    {"seed", "latency_ms", "faults", "transition_ms", "create_ms", "manual_clock", "leak_check"}
+)
+LEAK_MODES = ("fail", "warn", "off")
+DEFAULT_SHAPE = "s-1vcpu-1gb"
+
+_SEED = pytest.StashKey[int]()
+_HANDLE = pytest.StashKey[CreateosServer]()
+
+
+class CreateosLeakWarning(UserWarning):
+    """A test left sandboxes running or paused (with ``--createos-leak-check=warn``)."""
+
+
+# -- options, marker, header -------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("createos", "CreateOS fake (pytest-createos)")
+    group.addoption(
+        "--createos-seed",
+        type=int,
+        default=None,
+        help="seed for ids, names and probability faults (default: random, printed in the header)",
+    )
+    group.addoption(
+        "--createos-url",
+        default=None,
+        help="use an already running `fake-createos serve` at this URL",
+    )
+    group.addoption(
+        "--createos-leak-check",
+        choices=LEAK_MODES,
+        default=None,
+        help="what a test that leaves sandboxes running does (default: fail)",
+    )
+    group.addoption(
+        "--createos-no-leak-check",
+        action="store_true",
+        default=False,
+        help="same as --createos-leak-check=off",
+    )
+    parser.addini("createos_seed", "default for --createos-seed", default="")
+    parser.addini("createos_url", "default for --createos-url", default="")
+    parser.addini("createos_leak_check", "default for --createos-leak-check", default="fail")
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """The effective settings, read once from options and ini."""
+
+    seed: int
+    url: str | None
+    leak_check: str
+
+
+def _read_settings(config: pytest.Config) -> PluginSettings:
+    workerinput = getattr(config, "workerinput", None)
+    raw_seed = config.getoption("createos_seed")
+    if raw_seed is None and workerinput is not None:
+        raw_seed = workerinput.get("createos_seed")
+    if raw_seed is None and config.getini("createos_seed"):
+        try:
+            raw_seed = int(config.getini("createos_seed"))
+        except ValueError:
+            raise pytest.UsageError("createos_seed must be an integer") from None
+    seed = raw_seed if raw_seed is not None else random.SystemRandom().randrange(2**31)
+    if seed < 0:
+        raise pytest.UsageError("--createos-seed must not be negative")
+    url = config.getoption("createos_url") or config.getini("createos_url") or None
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise pytest.UsageError(f"--createos-url must be an http(s) URL, not {url!r}")
+    leak = config.getoption("createos_leak_check") or config.getini("createos_leak_check")
+    if config.getoption("createos_no_leak_check"):
+        leak = "off"
+    if leak not in LEAK_MODES:
+        raise pytest.UsageError(f"createos_leak_check must be one of {', '.join(LEAK_MODES)}")
+    return PluginSettings(seed=seed, url=url, leak_check=leak)
+
+
+_SETTINGS = pytest.StashKey[PluginSettings]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "createos(seed=None, latency_ms=None, faults=(), transition_ms=None, create_ms=None, "
+        "manual_clock=False, leak_check=None): configure the CreateOS fake for this test",
+    )
+    config.stash[_SETTINGS] = _read_settings(config)
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistSeed(), "createos-xdist-seed")
+
+
+class _XdistSeed:
+    """Hands the controller's seed to every worker, so one seed replays the whole run."""
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["createos_seed"] = node.config.stash[_SETTINGS].seed
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    settings = config.stash[_SETTINGS]
+    where = settings.url or "in-process fake"
+    return (
+        f"createos: seed={settings.seed} (replay with --createos-seed={settings.seed}), "
+        f"server={where}, leak-check={settings.leak_check}"
+    )
+
+
+@dataclass
+class MarkerOptions:
+    """What ``@pytest.mark.createos(...)`` asked for, validated."""
+
+    seed: int | None = None
+    latency_ms: float | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    transition_ms: float | None = None
+    create_ms: float | None = None
+    manual_clock: bool = False
+    leak_check: str | None = None
+
+    @classmethod
+    def of(cls, item: pytest.Item) -> MarkerOptions:
+        merged: dict[str, Any] = {}
+        for mark in reversed(list(item.iter_markers("createos"))):
+            if mark.args:
+                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.createos takes keywords only")
+            unknown = sorted(set(mark.kwargs) - MARKER_ARGS)
+            if unknown:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.createos has no option {unknown[0]!r} "
+                    f"(options: {', '.join(sorted(MARKER_ARGS))})"
+                )
+            merged.update(mark.kwargs)
+        if isinstance(merged.get("leak_check"), bool):  # leak_check=False reads naturally
+            merged["leak_check"] = "fail" if merged["leak_check"] else "off"
+        options = cls(**merged)
+        options.faults = list(options.faults or ())
+        if options.leak_check not in (None, *LEAK_MODES):
+            raise pytest.UsageError(f"{item.nodeid}: leak_check must be one of {LEAK_MODES}")
+        return options
+
+    def server_config(self) -> ServerConfig:
+        changes: dict[str, Any] = {"manual_clock": self.manual_clock}
+        if self.transition_ms is not None:
+            changes["transition_ms"] = self.transition_ms
+        if self.create_ms is not None:
+            changes["create_ms"] = self.create_ms
+        return ServerConfig(**changes)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    handle = item.stash.get(_HANDLE, None)
+    if handle is not None and report.failed and call.when in ("call", "setup"):
+        try:
+            report.sections.append(("createos", handle.report()))
+        except Exception as exc:  # the report must never hide the real failure
+            report.sections.append(("createos", f"(could not read the fake: {exc})"))
+    return report
+
+
+# -- servers -------------------------------------------------------------------------------------
+
+
+class ServerPool:
+    """Background fakes shared by the tests of one session (one per configuration), so the
+    per-test cost is a new tenant, not a new server. Manual-clock fakes are never shared: a
+    test's clock must not carry over into the next test."""
+
+    def __init__(self) -> None:
+        self._servers: dict[ServerConfig, BackgroundServer] = {}
+
+    def get(self, config: ServerConfig) -> BackgroundServer:
+        server = self._servers.get(config)
+        if server is None:
+            server = self._servers[config] = BackgroundServer(FakeCreateOS(config)).start()
+        return server
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
+
+
+@pytest.fixture(scope="session")
+def createos_server_pool() -> Iterator[ServerPool]:
+    """Session-wide pool of background fakes behind ``createos_server`` (one per configuration,
+    per xdist worker). Internal; override it only to share servers differently."""
+    pool = ServerPool()
+    yield pool
+    pool.close()
+
+
+def _test_seed(request: pytest.FixtureRequest, options: MarkerOptions) -> int:
+    if options.seed is not None:
+        return int(options.seed)
+    session_seed = request.config.stash[_SETTINGS].seed
+    # Stable per test whatever runs before it, so one test replays alone.
+    return zlib.crc32(f"{session_seed}:{request.node.nodeid}".encode())
+
+
+@dataclass
+class _Lifetime:
+    """Everything one test added to a fake, removed when it ends."""
+
+    handle: CreateosServer
+    baseline_rules: set[str]
+
+
+def _open_handle(
+    request: pytest.FixtureRequest, channel: ControlChannel, options: MarkerOptions
+) -> _Lifetime:
+    seed = _test_seed(request, options)
+    baseline = {rule["id"] for rule in channel.rules()}
+    channel.reseed(seed)
+    api_key, tenant_id = channel.new_tenant()
+    handle = CreateosServer(
+        channel, api_key=api_key, tenant_id=tenant_id, seed=seed, gate_prefix=f"{tenant_id}."
+    )
+    rules = list(options.faults)
+    if options.latency_ms:
+        rules.append({"action": {"type": "latency", "ms": options.latency_ms}})
+    if rules:
+        handle.faults.add_all(rules)
+    request.node.stash[_HANDLE] = handle
+    return _Lifetime(handle, baseline)
+
+
+def _close_handle(
+    request: pytest.FixtureRequest, lifetime: _Lifetime, options: MarkerOptions
+) -> None:
+    handle = lifetime.handle
+    mode = options.leak_check or request.config.stash[_SETTINGS].leak_check
+    leaked = handle.live_sandboxes() if mode != "off" else []
+    channel = handle.channel
+    # Rules the test added in any way (fixture, control API) go, and their gates open.
+    for rule in channel.rules():
+        if rule["id"] not in lifetime.baseline_rules:
+            if rule["action"]["type"] == "gate":
+                channel.release_gate(rule["action"]["name"], None, open_gate=True)
+            channel.remove_rule(rule["id"])
+    channel.drop_tenant(handle.api_key)
+    if leaked:
+        names = ", ".join(f"{s['id']} ({s['status']})" for s in leaked)
+        message = (
+            f"{request.node.nodeid} left {len(leaked)} sandbox(es) alive: {names}. "
+            "Destroy them in the test, or mark it "
+            "@pytest.mark.createos(leak_check=False)."
+        )
+        if mode == "warn":
+            warnings.warn(CreateosLeakWarning(message), stacklevel=1)
+        else:
+            pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture
+def createos_server(
+    request: pytest.FixtureRequest, createos_server_pool: ServerPool
+) -> Iterator[CreateosServer]:
+    """A running CreateOS fake with a fresh tenant for this test.
+
+    Scope: function (the server behind it is shared by the session, per xdist worker).
+    Type: :class:`pytest_createos.server.CreateosServer` — ``.url``, ``.api_key``, ``.faults``,
+    ``.journal``, ``.clock``, ``.state``, ``.seed``.
+    Works from sync and async tests (the server runs in a background thread). Configure it with
+    ``@pytest.mark.createos(...)``; with ``--createos-url`` it uses that server instead.
+
+    Example::
+
+        def test_create(createos_server):
+            client = createos.Client(api_key=createos_server.api_key,
+                                     base_url=createos_server.url)
+            sandbox = client.create_sandbox(createos.CreateSandboxRequest(shape="s-1vcpu-1gb"))
+            sandbox.destroy()
+    """
+    options = MarkerOptions.of(request.node)
+    url = request.config.stash[_SETTINGS].url
+    with ExitStack() as stack:
+        channel: ControlChannel
+        if url is not None:
+            channel = HttpChannel(url)
+        elif options.manual_clock:
+            server = stack.enter_context(BackgroundServer(FakeCreateOS(options.server_config())))
+            channel = LocalChannel(server.fake, server.url, server)
+        else:
+            server = createos_server_pool.get(options.server_config())
+            channel = LocalChannel(server.fake, server.url, server)
+        lifetime = _open_handle(request, channel, options)
+        yield lifetime.handle
+        _close_handle(request, lifetime, options)
+
+
+@pytest_asyncio.fixture
+async def createos_aiohttp_server(
+    request: pytest.FixtureRequest, aiohttp_server: Any
+) -> AsyncIterator[CreateosServer]:
+    """A CreateOS fake served in the test's own event loop (through pytest-aiohttp), fresh for
+    this test.
+
+    Scope: function. Type: :class:`pytest_createos.server.CreateosServer`. For async tests that
+    want a single loop; gates are awaited with ``await gate.async_wait_held()``.
+
+    Example::
+
+        async def test_pause(createos_aiohttp_server):
+            async with aiohttp.ClientSession(createos_aiohttp_server.url) as session:
+                ...
+    """
+    options = MarkerOptions.of(request.node)
+    fake = FakeCreateOS(options.server_config())
+    test_server = await aiohttp_server(fake.app())
+    channel = LocalChannel(fake, str(test_server.make_url("")).rstrip("/"))
+    lifetime = _open_handle(request, channel, options)
+    yield lifetime.handle
+    _close_handle(request, lifetime, options)
+    fake.reset()
+
+
+@pytest.fixture
+def createos_faults(createos_server: CreateosServer) -> Any:
+    """Shortcut for ``createos_server.faults`` (rules scoped to this test's tenant).
+
+    Example::
+
+        def test_retry(createos_faults):
+            createos_faults.error(503, route="POST /v1/sandboxes", times=1, retry_after=1)
+    """
+    return createos_server.faults
+
+
+@pytest.fixture
+def createos_journal(createos_server: CreateosServer) -> Any:
+    """Shortcut for ``createos_server.journal`` (this test's requests and events).
+
+    Example::
+
+        def test_one_delete(createos_journal):
+            ...
+            createos_journal.assert_requested("DELETE /v1/sandboxes/{id}", times=1)
+    """
+    return createos_server.journal
+
+
+@pytest.fixture
+def createos_config(createos_server: CreateosServer) -> dict[str, Any]:
+    """A reference-provider configuration pointing at the fake (no pacing, fast polling).
+
+    Example::
+
+        async def test_acquire(createos_provider, createos_config):
+            lease = await createos_provider.acquire(company_id="c", environment_id="e",
+                                                    config=createos_config)
+    """
+    return {
+        "apiUrl": createos_server.url,
+        "apiKey": createos_server.api_key,
+        "shape": DEFAULT_SHAPE,
+        "requestSpacingMs": 0,
+        "pollIntervalMs": 5,
+        "timeoutMs": 30_000,
+    }
+
+
+@pytest.fixture
+def createos_lease_params(createos_config: dict[str, Any]) -> dict[str, Any]:
+    """``company_id``, ``environment_id`` and ``config``, to splat into provider calls.
+
+    Example::
+
+        lease = await createos_provider.acquire(**createos_lease_params)
+        await createos_provider.destroy(**createos_lease_params,
+                                        provider_lease_id=lease.provider_lease_id,
+                                        lease_metadata=lease.metadata)
+    """
+    return {"company_id": "company-test", "environment_id": "env-test", "config": createos_config}
+
+
+@pytest_asyncio.fixture
+async def createos_provider() -> AsyncIterator[Any]:
+    """The reference :class:`~pytest_createos.provider.LeaseProvider`, shut down at teardown.
+
+    Example::
+
+        async def test_lifecycle(createos_provider, createos_lease_params):
+            lease = await createos_provider.acquire(**createos_lease_params)
+    """
+    from pytest_createos.provider import LeaseProvider
+
+    provider = LeaseProvider()
+    yield provider
+    await provider.shutdown()

@@ -1,0 +1,269 @@
+"""The plugin, black-box with pytester: fixtures, isolation, marker, options, reports."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
+
+pytest_plugins = ["pytester"]
+
+HELPERS = """
+import json, urllib.request
+
+def call(server, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(server.url + path, data=data, method=method,
+        headers={"X-Api-Key": server.api_key, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+def create(server):
+    return call(server, "POST", "/v1/sandboxes", {"shape": "s-1vcpu-1gb"})[1]["data"]["id"]
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(helpers=HELPERS)
+    # The plugin is imported already in this process, so inline runs cannot rewrite it.
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = ignore::pytest.PytestAssertRewriteWarning\n"
+    )
+    return pytester
+
+
+def test_fixtures_give_each_test_its_own_tenant(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from helpers import call, create
+
+        def test_first(createos_server):
+            sandbox = create(createos_server)
+            call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+            createos_server.faults.error(500, route="/v1/whoami")
+            createos_server.journal.assert_requested("DELETE /v1/sandboxes/{id}", times=1)
+
+        def test_second_sees_nothing_of_the_first(createos_server):
+            status, body = call(createos_server, "GET", "/v1/sandboxes")
+            assert body["data"]["pagination"]["total"] == 0
+            assert call(createos_server, "GET", "/v1/whoami")[0] == 200
+            assert createos_server.faults.rules == []
+            assert createos_server.journal.requests(route="DELETE /v1/sandboxes/{id}") == []
+        """
+    )
+    project.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+
+
+def test_leaked_sandboxes_fail_at_teardown_naming_them(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+        from helpers import create
+
+        def test_leaks(createos_server):
+            create(createos_server)
+
+        @pytest.mark.createos(leak_check=False)
+        def test_opted_out(createos_server):
+            create(createos_server)
+        """
+    )
+    result = project.runpytest()
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.re_match_lines([r".*test_leaks left 1 sandbox\(es\) alive: sb_\w+ \(running\).*"])
+    project.runpytest("--createos-no-leak-check").assert_outcomes(passed=2)
+    warned = project.runpytest("--createos-leak-check=warn", "-W", "default")
+    warned.assert_outcomes(passed=2)
+    warned.stdout.fnmatch_lines(["*CreateosLeakWarning: *test_leaks left 1 sandbox(es) alive*"])
+
+
+def test_marker_configures_faults_latency_and_seed(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+        from helpers import call
+
+        @pytest.mark.createos(seed=7, faults=[{"match": {"route": "GET /v1/whoami"},
+                                               "action": {"type": "error", "status": 503}}])
+        def test_faulted(createos_server):
+            assert createos_server.seed == 7
+            assert call(createos_server, "GET", "/v1/whoami")[0] == 503
+
+        @pytest.mark.createos(transition_ms=0)
+        def test_unfaulted(createos_server):
+            assert call(createos_server, "GET", "/v1/whoami")[0] == 200
+        """
+    )
+    project.runpytest("--strict-markers").assert_outcomes(passed=2)
+
+
+def test_bad_marker_options_are_usage_errors(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(latency=5)
+        def test_typo(createos_server):
+            pass
+        """
+    )
+    result = project.runpytest()
+    result.stdout.fnmatch_lines(["*has no option 'latency'*"])
+    assert result.ret != 0
+
+
+def test_failures_carry_a_createos_section(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from helpers import call, create
+
+        def test_fails(createos_server):
+            sandbox = create(createos_server)
+            createos_server.faults.gate("slow", route="/v1/never")
+            call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+            assert False, "boom"
+        """
+    )
+    result = project.runpytest("--createos-seed=99")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- createos -*",
+            "seed: *",
+            "*gate*slow*held 0*",
+            "*DELETE /v1/sandboxes/sb_*-> 200 (sandbox running)*",
+        ]
+    )
+
+
+def test_header_prints_the_seed_and_a_seed_replays_ids(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from helpers import call, create
+
+        def test_ids(createos_server):
+            sandbox = create(createos_server)
+            print("SANDBOX-ID", sandbox)
+            call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+        """
+    )
+    first = project.runpytest("-s", "--createos-seed=1234")
+    first.stdout.fnmatch_lines(["createos: seed=1234 *"])
+    again = project.runpytest("-s", "--createos-seed=1234")
+    other = project.runpytest("-s", "--createos-seed=4321")
+
+    def sandbox_id(result: pytest.RunResult) -> str:
+        return re.findall(r"SANDBOX-ID (\S+)", result.stdout.str())[0]
+
+    assert sandbox_id(first) == sandbox_id(again) != sandbox_id(other)
+
+
+def test_manual_clock_and_gates_from_a_sync_test(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import threading
+        import pytest
+        from helpers import call, create
+
+        @pytest.mark.createos(manual_clock=True, transition_ms=1000)
+        def test_clock(createos_server):
+            sandbox = create(createos_server)
+            paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+            assert paused["data"]["status"] == "pausing"
+            createos_server.clock.advance(1)
+            assert createos_server.state[0]["status"] == "paused"
+            call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+
+        def test_gate(createos_server):
+            sandbox = create(createos_server)
+            gate = createos_server.faults.gate("delete", route="DELETE /v1/sandboxes/{id}")
+            results = []
+            worker = threading.Thread(target=lambda: results.append(
+                call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")))
+            worker.start()
+            gate.wait_held(1)
+            assert gate.held == 1 and results == []
+            assert gate.release() == 1
+            worker.join(5)
+            assert results[0][0] == 200
+        """
+    )
+    project.runpytest().assert_outcomes(passed=2)
+
+
+def test_async_tests_and_the_same_loop_fixture(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import asyncio
+        import aiohttp
+
+        async def test_background_server_from_async(createos_server):
+            gate = createos_server.faults.gate("create", route="POST /v1/sandboxes")
+            async with aiohttp.ClientSession(headers={"X-Api-Key": createos_server.api_key}) as s:
+                task = asyncio.ensure_future(s.post(createos_server.url + "/v1/sandboxes",
+                                                    json={"shape": "s-1vcpu-1gb"}))
+                await gate.async_wait_held(1)
+                gate.release()
+                sandbox = (await (await task).json())["data"]["id"]
+                await s.delete(f"{createos_server.url}/v1/sandboxes/{sandbox}")
+
+        async def test_same_loop(createos_aiohttp_server):
+            server = createos_aiohttp_server
+            gate = server.faults.gate("create", route="POST /v1/sandboxes")
+            async with aiohttp.ClientSession(headers={"X-Api-Key": server.api_key}) as s:
+                task = asyncio.ensure_future(s.post(server.url + "/v1/sandboxes",
+                                                    json={"shape": "s-1vcpu-1gb"}))
+                await gate.async_wait_held(1)
+                gate.release()
+                sandbox = (await (await task).json())["data"]["id"]
+                await s.delete(f"{server.url}/v1/sandboxes/{sandbox}")
+        """
+    )
+    project.runpytest().assert_outcomes(passed=2)
+
+
+def test_url_option_uses_a_running_fake(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from helpers import call, create
+
+        def test_remote(createos_server):
+            createos_server.faults.error(418, route="/v1/whoami", times=1)
+            assert call(createos_server, "GET", "/v1/whoami")[0] == 418
+            sandbox = create(createos_server)
+            call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+            createos_server.journal.assert_requested("GET /v1/whoami", status=418)
+        """
+    )
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        project.runpytest(f"--createos-url={server.url}").assert_outcomes(passed=1)
+        assert server.call(lambda: server.fake.faults.rules) == []  # cleaned up
+
+
+def test_bad_options_are_usage_errors(project: pytest.Pytester) -> None:
+    project.makepyfile("def test_nothing(): pass")
+    result = project.runpytest("--createos-url=ftp://nowhere")
+    result.stderr.fnmatch_lines(["*--createos-url must be an http(s) URL*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_xdist_workers_share_the_seed(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        def test_a(createos_server):
+            assert createos_server.seed >= 0
+
+        def test_b(createos_server):
+            assert createos_server.seed >= 0
+        """
+    )
+    result = project.runpytest_subprocess("-n", "2", "--createos-seed=5")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["createos: seed=5 *"])
