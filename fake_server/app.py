@@ -75,6 +75,11 @@ def _middleware(fake: FakeCreateOS) -> Any:
         except _Dropped:
             response = web.Response(status=499)
             entry.detail = "connection closed without a response"
+        except ConnectionError:
+            # The client went away (e.g. while its request was held at a gate): nobody to
+            # answer, and nothing went wrong in the fake.
+            response = web.Response(status=499)
+            entry.detail = "client closed the connection"
         except ApiError as exc:
             response = envelope_response(exc.envelope(), exc.status, headers=exc.headers)
         except web.HTTPException as exc:
@@ -172,7 +177,7 @@ async def _before(
     elif kind == "hang":
         # Until the client gives up (the handler is cancelled) or the server stops.
         await asyncio.Event().wait()
-    elif kind in ("stream", "process_survives"):
+    elif kind in ("stream", "process_survives", "stale_read"):
         request_scope.directives[kind] = action.params
     elif sandbox is not None:
         _state_fault(fake, rule, sandbox)

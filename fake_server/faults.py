@@ -42,7 +42,15 @@ __all__ = [
 #: Lease-marker path of the reference provider: the default target of marker faults.
 DEFAULT_MARKER_PATH = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
 
-STREAM_KINDS = ("gap", "evict", "malformed_frame", "no_exit", "disconnect")
+STREAM_KINDS = (
+    "gap",
+    "evict",
+    "malformed_frame",
+    "no_exit",
+    "disconnect",
+    "missing_exit_status",
+    "duplicate",
+)
 MARKER_MODES = ("wipe", "replace", "garble")
 DISTRIBUTIONS = ("uniform", "normal", "exponential")
 
@@ -58,6 +66,7 @@ ACTION_TYPES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rate_limit": (frozenset({"limit", "window_s"}), frozenset({"limit"})),
     "stream": (frozenset({"kind", "after_frames"}), frozenset({"kind"})),
     "process_survives": (frozenset(), frozenset()),
+    "stale_read": (frozenset(), frozenset()),
     "stuck": (frozenset(), frozenset()),
     "transition_error": (frozenset({"status"}), frozenset()),
     "destroy": (frozenset(), frozenset()),
@@ -361,6 +370,11 @@ class RuleShortcuts(Generic[RuleT, GateT]):
     def process_survives(self, **match: Any) -> RuleT:
         """``DELETE`` of a process leaves it running and answers ``tree_exited: false``."""
         return self._shortcut(Action("process_survives"), match)
+
+    def stale_read(self, **match: Any) -> RuleT:
+        """``GET`` of a sandbox still answers the status it had before its last transition (the
+        old status lingering right after an accepted pause or resume)."""
+        return self._shortcut(Action("stale_read"), match)
 
 
 class FaultEngine(RuleShortcuts[Rule, Gate]):

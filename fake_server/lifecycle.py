@@ -263,6 +263,7 @@ class Lifecycle:
 
     def _set(self, sandbox: Sandbox, status: Status, cause: str, *, initial: bool = False) -> None:
         previous = None if initial else sandbox.status
+        sandbox.previous_status = previous
         sandbox.status = status
         _stamp(sandbox, status, self.clock.wall())
         self._on_event(TransitionEvent(sandbox.id, sandbox.tenant, previous, status, cause))

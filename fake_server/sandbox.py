@@ -46,6 +46,8 @@ class Sandbox:
     auto_pause_after_seconds: int | None = None
     forked_from: str | None = None
     status: Status = Status.CREATING
+    #: The status before the last transition (what a stale read answers).
+    previous_status: Status | None = None
     pending: PendingTransition | None = None
     running_at: datetime | None = None
     paused_at: datetime | None = None

@@ -17,13 +17,13 @@ Deliberate simplifications (documented so nobody mistakes them for bugs):
 
 * unquoted expansions are **not** word-split or globbed: ``$A`` is always one argument
   (except a word that is exactly ``$@``/``"$@"``, which becomes one argument per parameter);
-* every assignment is visible to ``$VAR`` but only ``export``-ed (or inherited) variables reach
-  commands' environments, as in bash; there are no arrays, functions, arithmetic, ``if``/``for``,
-  subshells, here-documents, background jobs or command substitution (those are syntax errors,
-  exit 2);
+* there are no arrays, functions, arithmetic, ``if``/``for``, subshells, here-documents,
+  background jobs or command substitution: they fail like syntax errors (exit 2, nothing runs);
 * a script is parsed completely before it runs, so a syntax error anywhere means nothing runs;
 * pipelines run their stages one after another, each stage's output buffered into the next
-  stage's stdin; each stage of a multi-stage pipeline runs in a copy of the shell state.
+  stage's stdin; each stage of a multi-stage pipeline runs in a copy of the shell state;
+* the builtins implement the options real scripts use, not all of them: ``ls`` prints every
+  name one per line, ``wc`` separates counts by one space, ``set`` only honours ``-e``.
 
 Example:
     >>> import asyncio
@@ -175,7 +175,15 @@ class StdinReader:
 
 
 class OutputSink(Protocol):
-    """Where a command's stdout or stderr bytes go, as they are written."""
+    """Where a command's stdout or stderr bytes go, as they are written.
+
+    Example:
+        >>> class Lines:
+        ...     def __init__(self) -> None:
+        ...         self.lines: list[bytes] = []
+        ...     def write(self, data: bytes) -> None:
+        ...         self.lines.extend(data.splitlines())
+    """
 
     def write(self, data: bytes) -> None: ...
 
@@ -982,6 +990,8 @@ _PLAIN_UNQUOTED = re.compile(r"[^ \t\n;&|<>()'\"\\$`]+")
 _PLAIN_DQUOTED = re.compile(r'[^"\\$`]+')
 # A leading ``~`` means $HOME when it stands alone or before a ``/``.
 _TILDE_END = frozenset({"", "/"}) | _WORD_END
+# Valid bash this emulator does not do: say so rather than report a syntax error.
+_UNSUPPORTED_OPERATORS = {"&": "background jobs (&)", "(": "subshells ( )"}
 # Compound commands are out of scope; naming them beats a confusing "command not found".
 _RESERVED_WORDS = frozenset(
     [
@@ -1036,6 +1046,8 @@ class _Lexer:
                 return
 
     def _operator(self) -> _Operator | None:
+        if self._source.startswith("<<", self._pos):
+            raise _ShellSyntaxError(UNSUPPORTED.format(what="here-documents (<<)"))
         digits = self._pos
         while digits < len(self._source) and self._source[digits].isdigit():
             digits += 1
@@ -1263,6 +1275,8 @@ class _Parser:
         if token is None or _is_operator(token, "\n"):
             raise _ShellSyntaxError(SYNTAX_ERROR.format(token="newline"))
         assert isinstance(token, _Operator)  # a word is never unexpected in this grammar
+        if token.text in _UNSUPPORTED_OPERATORS:
+            raise _ShellSyntaxError(UNSUPPORTED.format(what=_UNSUPPORTED_OPERATORS[token.text]))
         raise _ShellSyntaxError(SYNTAX_ERROR.format(token=token.text))
 
 
@@ -1448,8 +1462,9 @@ def _set(state: _State, args: list[str], streams: _Streams) -> int:
             break
         enable = arg[0] == "-"
         letters = arg[1:]
-        if letters == "o":
-            letters = "e" if next(rest, "") == "errexit" else ""
+        # -o takes the next argument as an option name, also inside a cluster (-euo pipefail).
+        if "o" in letters and next(rest, "") == "errexit":
+            letters += "e"
         if "e" in letters:
             state.errexit = enable
     return 0

@@ -498,3 +498,48 @@ async def test_clock_advance_needs_a_manual_clock(client: Client) -> None:
     await expect_error(
         await client.post("/_fake/clock/advance", json={"seconds": 1}), 409, "manual"
     )
+
+
+async def test_missing_exit_status_and_duplicate_replay(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    process_id = await start_process(client, sandbox_id, "echo 1; echo 2")
+    route = "/v1/sandboxes/{id}/processes/{pid}/connect"
+    path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect"
+    fake.faults.stream("missing_exit_status", route=route, times=1)
+    frames = [json.loads(line) for line in await connect_lines(client, path)]
+    assert frames[-1] == {"type": "exit"}
+    fake.faults.stream("duplicate", route=route, times=1)
+    replayed = [json.loads(line) for line in await connect_lines(client, path + "?after=2")]
+    assert [f["seq"] for f in replayed if f["type"] == "data"] == [1, 2]  # cursor ignored
+    fake.faults.stream("missing_exit_status", route="/v1/sandboxes/{id}/exec")
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec?stream=true", json={"cmd": "true", "stream": True}
+    )
+    assert (await response.text()).splitlines() == ['{"exit_code":null}']
+
+
+async def test_stale_read_shows_the_status_before_the_transition(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    await client.post(f"/v1/sandboxes/{sandbox_id}/pause")
+    fake.faults.stale_read(route="GET /v1/sandboxes/{id}", times=1)
+    first = (await (await client.get(f"/v1/sandboxes/{sandbox_id}")).json())["data"]
+    second = (await (await client.get(f"/v1/sandboxes/{sandbox_id}")).json())["data"]
+    assert (first["status"], second["status"]) == ("pausing", "paused")
+
+
+async def test_client_leaving_a_held_request_is_not_an_error(
+    fake: FakeCreateOS, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    gate = fake.faults.gate("held", route="POST /v1/sandboxes")
+    with pytest.raises(asyncio.TimeoutError):
+        await client.post(
+            "/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}, timeout=aiohttp.ClientTimeout(total=0.2)
+        )
+    assert gate.held == 1
+    gate.release()
+    await eventually(lambda: bool(fake.journal.requests(route="POST /v1/sandboxes")))
+    entry = fake.journal.requests(route="POST /v1/sandboxes")[0]
+    assert [r.levelname for r in caplog.records if r.name == "fake_server"] == []
+    assert entry.status in (None, 200)

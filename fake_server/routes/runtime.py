@@ -82,6 +82,9 @@ async def _faulted(
     async for frame in frames:
         if kind == "no_exit" and _is_exit(frame):
             return
+        if kind == "missing_exit_status" and _is_exit(frame):
+            yield _encode({"type": "exit"} if "type" in frame else {"exit_code": None})
+            return
         if kind in ("disconnect", "malformed_frame") and sent >= after:
             yield MALFORMED_LINE if kind == "malformed_frame" else None
             return
@@ -170,6 +173,9 @@ async def get_process(request: web.Request) -> web.Response:
 async def connect(request: web.Request) -> web.StreamResponse:
     process = _process(request)
     after = query_int(request.query, "after", 0)
+    fault = scope().directives.get("stream")
+    if fault is not None and fault["kind"] == "duplicate":
+        after = 0  # replay everything, ignoring the cursor: the client sees duplicates
     fake = fake_of(request)
     frames = process.connect(after=after, heartbeat_s=fake.config.heartbeat_s)
     first: OutputFrame | dict[str, Any] | None

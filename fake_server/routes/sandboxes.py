@@ -7,7 +7,15 @@ from aiohttp import web
 
 from fake_server.errors import ApiError
 from fake_server.lifecycle import Status
-from fake_server.routes.common import fake_of, ok, paginated, read_body, sandbox_of, tenant_of
+from fake_server.routes.common import (
+    fake_of,
+    ok,
+    paginated,
+    read_body,
+    sandbox_of,
+    scope,
+    tenant_of,
+)
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX, CreateSpec, ForkSpec
 from fake_server.validation import query_int
 
@@ -66,7 +74,11 @@ async def list_sandboxes(request: web.Request) -> web.Response:
 
 
 async def get(request: web.Request) -> web.Response:
-    return ok(sandbox_of(request).view())
+    sandbox = sandbox_of(request)
+    view = sandbox.view()
+    if "stale_read" in scope().directives and sandbox.previous_status is not None:
+        view["status"] = sandbox.previous_status.value
+    return ok(view)
 
 
 async def get_by_ip(request: web.Request) -> web.Response:
