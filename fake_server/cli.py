@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import ipaddress
+import json
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from fake_server.config import ServerConfig
 from fake_server.fake import FakeCreateOS
+from fake_server.faults import FaultError
 from fake_server.runner import LOOPBACK, start_site, stop_site
 
 __all__ = ["build_parser", "main"]
@@ -78,7 +82,63 @@ def build_parser() -> argparse.ArgumentParser:
         default="destroyed",
         help="what GET answers for a deleted sandbox (default: %(default)s)",
     )
+    serve.add_argument(
+        "--faults",
+        metavar="FILE",
+        default=None,
+        help="load fault rules from a JSON or TOML file (the control API's schema)",
+    )
+    serve.add_argument(
+        "--latency-ms", type=float, default=0.0, help="add latency to every API request"
+    )
+    serve.add_argument(
+        "--jitter-ms", type=float, default=0.0, help="random +/- spread around --latency-ms"
+    )
     return parser
+
+
+def load_rules(path: str) -> list[dict[str, Any]]:
+    """Rules from a ``--faults`` file: JSON (a list, one rule, or ``{"rules": [...]}``) or TOML
+    (``[[rules]]`` tables); raises ``ValueError`` saying what is wrong."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    data: Any
+    if path.endswith(".toml"):
+        data = _parse_toml(raw, path)
+    else:
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if isinstance(data, dict):
+        data = data.get("rules") if "rules" in data else [data] if "action" in data else None
+    if not isinstance(data, list):
+        raise ValueError(f"{path} must hold a rule, a list of rules or {{'rules': [...]}}")
+    return data
+
+
+def _parse_toml(raw: bytes, path: str) -> Any:
+    try:
+        # Imported by name: Python 3.10 (still supported) has no tomllib.
+        tomllib = importlib.import_module("tomllib")
+    except ModuleNotFoundError:
+        raise ValueError("TOML rule files need Python 3.11 or newer; use JSON") from None
+    try:
+        return tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid TOML: {exc}") from None
+
+
+def startup_rules(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The rules ``--faults``, ``--latency-ms`` and ``--jitter-ms`` ask for."""
+    rules = load_rules(args.faults) if args.faults else []
+    if args.latency_ms or args.jitter_ms:
+        latency = {"type": "latency", "ms": args.latency_ms, "jitter_ms": args.jitter_ms}
+        rules.append({"match": {}, "action": latency})
+    return rules
 
 
 def _is_loopback(host: str) -> bool:
@@ -126,9 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--strict needs at least one --api-key")
     if not 0 <= args.port <= 65535:
         parser.error("--port must be between 0 and 65535")
-    if args.transition_ms < 0 or args.create_ms < 0:
+    if min(args.transition_ms, args.create_ms, args.latency_ms, args.jitter_ms) < 0:
         parser.error("durations must not be negative")
     fake = FakeCreateOS(config_from_args(args))
+    try:
+        fake.faults.add_all(startup_rules(args))
+    except (ValueError, FaultError) as exc:
+        parser.error(str(exc))
     try:
         asyncio.run(_serve(fake, args.host, args.port))
     except OSError as exc:

@@ -1,0 +1,168 @@
+"""``fake-createos serve`` / ``python -m fake_server`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_server.cli import build_parser, load_rules, startup_rules
+
+
+class Served:
+    """A running ``python -m fake_server serve`` and the URL it printed."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+        self.process = process
+        self.url = url
+
+    def get(self, path: str, key: str = "skp_cli") -> tuple[int, Any]:
+        request = urllib.request.Request(self.url + path, headers={"X-Api-Key": key})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+
+def first_line(process: subprocess.Popen[str], timeout: float = 20.0) -> str:
+    """The first stdout line, or a failure naming stderr if none comes in time."""
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()))  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout)
+    if not lines or not lines[0]:
+        process.kill()
+        stderr = process.communicate()[1]
+        pytest.fail(f"the server printed no URL; stderr:\n{stderr}")
+    return lines[0].strip()
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Any]:
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> Served:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fake_server", "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append(process)
+        return Served(process, first_line(process))
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+def test_prints_its_url_first_and_stops_cleanly_on_sigterm(serve: Any) -> None:
+    served = serve("--seed", "3")
+    assert served.url.startswith("http://127.0.0.1:")
+    assert served.get("/healthz") == (200, {"status": "success", "data": {"up": True}})
+    served.process.send_signal(signal.SIGTERM)
+    assert served.process.wait(10) == 0
+
+
+def test_ctrl_c_stops_cleanly(serve: Any) -> None:
+    served = serve()
+    served.process.send_signal(signal.SIGINT)
+    assert served.process.wait(10) == 0
+    assert "Traceback" not in served.process.communicate()[1]
+
+
+def test_fault_file_and_latency_flags_load_rules(serve: Any, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "match": {"route": "GET /v1/whoami"},
+                        "action": {"type": "error", "status": 503},
+                    }
+                ]
+            }
+        )
+    )
+    served = serve("--faults", str(rules), "--latency-ms", "1", "--jitter-ms", "0.5")
+    status, body = served.get("/v1/whoami")
+    assert (status, body["message"]) == (503, "injected error")
+    _, faults = served.get("/_fake/faults")
+    assert [r["action"]["type"] for r in faults["data"]["rules"]] == ["error", "latency"]
+
+
+def test_strict_keys(serve: Any) -> None:
+    served = serve("--strict", "--api-key", "skp_only")
+    assert served.get("/v1/whoami", key="skp_only")[0] == 200
+    assert served.get("/v1/whoami", key="skp_other")[0] == 401
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "0.0.0.0"], "--allow-remote"),
+        (["--strict"], "--strict needs at least one --api-key"),
+        (["--transition-ms", "-1"], "must not be negative"),
+        (["--port", "70000"], "--port must be between 0 and 65535"),
+        (["--faults", "/nonexistent/rules.json"], "cannot read"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(args: list[str], message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "fake_server", "serve", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_rule_files_in_every_accepted_shape(tmp_path: Path) -> None:
+    one = {"match": {"route": "/v1/whoami"}, "action": {"type": "reset"}}
+    for name, content in (
+        ("list.json", [one]),
+        ("one.json", one),
+        ("wrapped.json", {"rules": [one]}),
+    ):
+        path = tmp_path / name
+        path.write_text(json.dumps(content))
+        assert load_rules(str(path)) == [one]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_rules(str(bad))
+    neither = tmp_path / "neither.json"
+    neither.write_text('{"colour": 1}')
+    with pytest.raises(ValueError, match="must hold a rule"):
+        load_rules(str(neither))
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib arrived in Python 3.11")
+def test_toml_rule_files(tmp_path: Path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(
+        '[[rules]]\nmatch = { route = "DELETE /v1/sandboxes/{id}" }\n'
+        'action = { type = "gate", name = "release" }\ntimes = 1\n'
+    )
+    assert load_rules(str(path)) == [
+        {
+            "match": {"route": "DELETE /v1/sandboxes/{id}"},
+            "action": {"type": "gate", "name": "release"},
+            "times": 1,
+        }
+    ]
+    args = build_parser().parse_args(["serve", "--faults", str(path), "--latency-ms", "5"])
+    assert [r["action"]["type"] for r in startup_rules(args)] == ["gate", "latency"]
