@@ -154,9 +154,9 @@ class FakeCreateOS:
 
     # -- state ---------------------------------------------------------------------------------
 
-    def state(self) -> dict[str, Any]:
-        """A JSON snapshot of tenants, sandboxes and processes (for the control API and the
-        dashboard)."""
+    def state(self, tenant_id: str | None = None) -> dict[str, Any]:
+        """A JSON snapshot of tenants (one, if ``tenant_id`` is given), sandboxes and processes
+        (for the control API and the dashboard)."""
         return {
             "seed": self.seed,
             "clock": {
@@ -170,6 +170,7 @@ class FakeCreateOS:
                     "sandboxes": [_sandbox_state(sandbox) for sandbox in tenant.sandboxes.values()],
                 }
                 for tenant in self.tenants
+                if tenant_id is None or tenant.id == tenant_id
             ],
             "rules": [rule.as_json() for rule in self.faults],
             "gates": [gate.as_json() for gate in self.faults.gates.values()],

@@ -15,6 +15,7 @@ Example (sync, e.g. with the official SDK)::
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -112,11 +113,17 @@ class BackgroundServer:
         """Call ``function(*args, **kwargs)`` on the server's loop and return its result."""
         if self._on_loop_thread():
             return function(*args, **kwargs)
+        # A plain callback, not a task: this is on every fixture's path, so keep it cheap.
+        result: concurrent.futures.Future[_T] = concurrent.futures.Future()
 
-        async def invoke() -> _T:
-            return function(*args, **kwargs)
+        def invoke() -> None:
+            try:
+                result.set_result(function(*args, **kwargs))
+            except BaseException as exc:  # handed to the calling thread
+                result.set_exception(exc)
 
-        return self.run(invoke())
+        self.loop.call_soon_threadsafe(invoke)
+        return result.result()
 
     def _on_loop_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread

@@ -13,12 +13,21 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from fake_server import ApiError, BackgroundServer, FakeCreateOS
 from fake_server.faults import FaultError
 
-__all__ = ["ControlChannel", "ControlError", "HttpChannel", "LocalChannel"]
+__all__ = [
+    "ALIVE",
+    "ControlChannel",
+    "ControlError",
+    "HttpChannel",
+    "LocalChannel",
+    "TestTenant",
+    "tenant_sandboxes",
+]
 
 _T = TypeVar("_T")
 
@@ -58,11 +67,67 @@ class ControlChannel(Protocol):
 
     def advance(self, seconds: float) -> None: ...
 
-    def state(self) -> dict[str, Any]: ...
+    def state(self, tenant_id: str | None = None) -> dict[str, Any]: ...
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]: ...
 
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None: ...
+
+    def open_test(self, seed: int) -> TestTenant:
+        """Reseed and create the test's tenant (see :func:`open_test`)."""
+        ...
+
+    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> list[dict[str, Any]]:
+        """Undo the test's additions (see :func:`close_test`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TestTenant:
+    """What one test was given: its key and tenant, and the rules that existed before it."""
+
+    __test__ = False  # not a pytest test class, whatever its name says
+
+    api_key: str
+    tenant_id: str
+    baseline_rules: frozenset[str]
+
+
+#: Statuses that count as "left alive" for the leak check.
+ALIVE = frozenset({"creating", "running", "pausing", "paused", "resuming", "forking"})
+
+
+def tenant_sandboxes(channel: ControlChannel, tenant_id: str) -> list[dict[str, Any]]:
+    """The sandboxes of one tenant (views with their processes)."""
+    tenants = channel.state(tenant_id)["tenants"]
+    return list(tenants[0]["sandboxes"]) if tenants else []
+
+
+def open_test(channel: ControlChannel, seed: int) -> TestTenant:
+    """Set a fake up for one test: reseed it and give the test a fresh tenant."""
+    baseline = frozenset(rule["id"] for rule in channel.rules())
+    channel.reseed(seed)
+    api_key, tenant_id = channel.new_tenant()
+    return TestTenant(api_key, tenant_id, baseline)
+
+
+def close_test(
+    channel: ControlChannel, tenant: TestTenant, *, leak_check: bool
+) -> list[dict[str, Any]]:
+    """Undo everything a test added (rules by any route, their gates opened, its tenant); returns
+    the sandboxes it left alive when ``leak_check`` is on."""
+    leaked = (
+        [s for s in tenant_sandboxes(channel, tenant.tenant_id) if s["status"] in ALIVE]
+        if leak_check
+        else []
+    )
+    for rule in channel.rules():
+        if rule["id"] not in tenant.baseline_rules:
+            if rule["action"]["type"] == "gate":
+                channel.release_gate(rule["action"]["name"], None, open_gate=True)
+            channel.remove_rule(rule["id"])
+    channel.drop_tenant(tenant.api_key)
+    return leaked
 
 
 class LocalChannel:
@@ -144,8 +209,19 @@ class LocalChannel:
 
         self._call(step)
 
-    def state(self) -> dict[str, Any]:
-        return self._call(self.fake.state)
+    def state(self, tenant_id: str | None = None) -> dict[str, Any]:
+        return self._call(self.fake.state, tenant_id)
+
+    def open_test(self, seed: int) -> TestTenant:
+        # One hop to the server's loop for the whole set-up: it is on every test's path.
+        return self._call(open_test, self._direct(), seed)
+
+    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> list[dict[str, Any]]:
+        return self._call(lambda: close_test(self._direct(), tenant, leak_check=leak_check))
+
+    def _direct(self) -> LocalChannel:
+        """This channel without the thread hand-off, for use on the server's own loop."""
+        return self if self._server is None else LocalChannel(self.fake, self.url)
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]:
         def apply() -> dict[str, Any]:
@@ -241,8 +317,15 @@ class HttpChannel:
     def advance(self, seconds: float) -> None:
         self._request("POST", "/_fake/clock/advance", {"seconds": seconds})
 
-    def state(self) -> dict[str, Any]:
-        return dict(self._request("GET", "/_fake/state"))
+    def state(self, tenant_id: str | None = None) -> dict[str, Any]:
+        query = f"?tenant={tenant_id}" if tenant_id else ""
+        return dict(self._request("GET", "/_fake/state" + query))
+
+    def open_test(self, seed: int) -> TestTenant:
+        return open_test(self, seed)
+
+    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> list[dict[str, Any]]:
+        return close_test(self, tenant, leak_check=leak_check)
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]:
         return dict(self._request("POST", f"/_fake/sandboxes/{sandbox_id}/state", change))

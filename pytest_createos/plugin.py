@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
-from pytest_createos.channel import ControlChannel, HttpChannel, LocalChannel
+from pytest_createos.channel import ControlChannel, HttpChannel, LocalChannel, TestTenant
 from pytest_createos.server import CreateosServer
 
 __all__ = ["CreateosLeakWarning"]
@@ -228,23 +228,17 @@ def _test_seed(request: pytest.FixtureRequest, options: MarkerOptions) -> int:
     return zlib.crc32(f"{session_seed}:{request.node.nodeid}".encode())
 
 
-@dataclass
-class _Lifetime:
-    """Everything one test added to a fake, removed when it ends."""
-
-    handle: CreateosServer
-    baseline_rules: set[str]
-
-
 def _open_handle(
     request: pytest.FixtureRequest, channel: ControlChannel, options: MarkerOptions
-) -> _Lifetime:
+) -> tuple[CreateosServer, TestTenant]:
     seed = _test_seed(request, options)
-    baseline = {rule["id"] for rule in channel.rules()}
-    channel.reseed(seed)
-    api_key, tenant_id = channel.new_tenant()
+    tenant = channel.open_test(seed)
     handle = CreateosServer(
-        channel, api_key=api_key, tenant_id=tenant_id, seed=seed, gate_prefix=f"{tenant_id}."
+        channel,
+        api_key=tenant.api_key,
+        tenant_id=tenant.tenant_id,
+        seed=seed,
+        gate_prefix=f"{tenant.tenant_id}.",
     )
     rules = list(options.faults)
     if options.latency_ms:
@@ -252,23 +246,17 @@ def _open_handle(
     if rules:
         handle.faults.add_all(rules)
     request.node.stash[_HANDLE] = handle
-    return _Lifetime(handle, baseline)
+    return handle, tenant
 
 
 def _close_handle(
-    request: pytest.FixtureRequest, lifetime: _Lifetime, options: MarkerOptions
+    request: pytest.FixtureRequest,
+    channel: ControlChannel,
+    tenant: TestTenant,
+    options: MarkerOptions,
 ) -> None:
-    handle = lifetime.handle
     mode = options.leak_check or request.config.stash[_SETTINGS].leak_check
-    leaked = handle.live_sandboxes() if mode != "off" else []
-    channel = handle.channel
-    # Rules the test added in any way (fixture, control API) go, and their gates open.
-    for rule in channel.rules():
-        if rule["id"] not in lifetime.baseline_rules:
-            if rule["action"]["type"] == "gate":
-                channel.release_gate(rule["action"]["name"], None, open_gate=True)
-            channel.remove_rule(rule["id"])
-    channel.drop_tenant(handle.api_key)
+    leaked = channel.close_test(tenant, leak_check=mode != "off")
     if leaked:
         names = ", ".join(f"{s['id']} ({s['status']})" for s in leaked)
         message = (
@@ -314,9 +302,9 @@ def createos_server(
         else:
             server = createos_server_pool.get(options.server_config())
             channel = LocalChannel(server.fake, server.url, server)
-        lifetime = _open_handle(request, channel, options)
-        yield lifetime.handle
-        _close_handle(request, lifetime, options)
+        handle, tenant = _open_handle(request, channel, options)
+        yield handle
+        _close_handle(request, channel, tenant, options)
 
 
 @pytest_asyncio.fixture
@@ -339,9 +327,9 @@ async def createos_aiohttp_server(
     fake = FakeCreateOS(options.server_config())
     test_server = await aiohttp_server(fake.app())
     channel = LocalChannel(fake, str(test_server.make_url("")).rstrip("/"))
-    lifetime = _open_handle(request, channel, options)
-    yield lifetime.handle
-    _close_handle(request, lifetime, options)
+    handle, tenant = _open_handle(request, channel, options)
+    yield handle
+    _close_handle(request, channel, tenant, options)
     fake.reset()
 
 

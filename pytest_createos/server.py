@@ -20,7 +20,7 @@ from typing import Any
 
 from fake_server.faults import RuleShortcuts
 from fake_server.journal import Entry, Journal
-from pytest_createos.channel import ControlChannel
+from pytest_createos.channel import ALIVE, ControlChannel, tenant_sandboxes
 
 __all__ = ["CreateosServer", "GateHandle", "TenantClock", "TenantFaults", "TenantJournal"]
 
@@ -246,18 +246,11 @@ class CreateosServer:
     @property
     def state(self) -> list[dict[str, Any]]:
         """This tenant's sandboxes (views with their processes)."""
-        for tenant in self.channel.state()["tenants"]:
-            if tenant["id"] == self.tenant_id:
-                return list(tenant["sandboxes"])
-        return []
+        return tenant_sandboxes(self.channel, self.tenant_id)
 
     def live_sandboxes(self) -> list[dict[str, Any]]:
-        """Sandboxes still running or paused (what the leak check reports)."""
-        return [
-            s
-            for s in self.state
-            if s["status"] in ("running", "paused", "pausing", "resuming", "creating", "forking")
-        ]
+        """Sandboxes still alive (what the leak check reports)."""
+        return [s for s in self.state if s["status"] in ALIVE]
 
     def report(self, last: int = 30) -> str:
         """What a failing test's report shows: seed, rules, gates, last journal entries."""

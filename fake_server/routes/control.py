@@ -25,7 +25,7 @@ async def reset(request: web.Request) -> web.Response:
 
 
 async def state(request: web.Request) -> web.Response:
-    return ok(fake_of(request).state())
+    return ok(fake_of(request).state(request.query.get("tenant") or None))
 
 
 async def journal(request: web.Request) -> web.Response:
@@ -129,7 +129,17 @@ async def sandbox_state(request: web.Request) -> web.Response:
 
 async def drop_tenant(request: web.Request) -> web.Response:
     body = await read_body(request, allowed={"api_key"})
-    fake_of(request).drop_tenant(body.string("api_key", required=True) or "")
+    api_key = body.string("api_key", required=True) or ""
+    if not api_key.strip():
+        raise ApiError.invalid("api_key", "must not be blank")
+    try:
+        fake_of(request).drop_tenant(api_key)
+    except ApiError as exc:
+        # The control API authenticates nobody: a key a strict fake does not know is a missing
+        # tenant, not a failed login.
+        if exc.status == 401:
+            raise ApiError(404, "tenant not found") from None
+        raise
     return ok({"dropped": True})
 
 
