@@ -163,13 +163,14 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 async def _serve(fake: FakeCreateOS, host: str, port: int) -> None:
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # Handlers first: whoever reads the URL below may signal us at once.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopped.set)
     runner, url = await start_site(fake, host, port)
     print(url, flush=True)
     print(f"seed={fake.seed} dashboard={url}/_fake/", file=sys.stderr, flush=True)
-    stopped = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stopped.set)
     try:
         await stopped.wait()
     finally:

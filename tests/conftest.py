@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import pytest
 from aiohttp.test_utils import TestClient
 
 from fake_server import FakeCreateOS, ServerConfig
 
-ClientFactory = Callable[..., Awaitable[TestClient[Any, Any]]]
+# String aliases: older aiohttp's TestClient is not subscriptable at run time.
+Client: TypeAlias = "TestClient[Any, Any]"
+ClientFactory: TypeAlias = "Callable[..., Awaitable[TestClient[Any, Any]]]"
 
 
 @pytest.fixture

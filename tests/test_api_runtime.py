@@ -8,13 +8,10 @@ import json
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
 
 from fake_server import CommandContext, FakeCreateOS, ManualClock, ServerConfig
-from tests.conftest import ClientFactory, create_sandbox, eventually
+from tests.conftest import Client, ClientFactory, create_sandbox, eventually
 from tests.test_api_sandboxes import expect_error
-
-Client = TestClient[Any, Any]
 
 
 @pytest.fixture

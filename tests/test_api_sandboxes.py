@@ -5,12 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
 
 from fake_server import FakeCreateOS, ServerConfig
-from tests.conftest import ClientFactory, create_sandbox
-
-Client = TestClient[Any, Any]
+from tests.conftest import Client, ClientFactory, create_sandbox
 
 
 async def expect_error(response: Any, status: int, fragment: str = "") -> dict[str, Any]:

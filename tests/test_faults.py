@@ -9,16 +9,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestClient
 
 from fake_server import FakeCreateOS, ManualClock, ServerConfig
 from fake_server.faults import FaultError, parse_rule
 from fake_server.lifecycle import Status
 from fake_server.sandboxes import CreateSpec
-from tests.conftest import ClientFactory, create_sandbox, eventually
+from tests.conftest import Client, ClientFactory, create_sandbox, eventually
 from tests.test_api_sandboxes import expect_error
 
-Client = TestClient[Any, Any]
 MARKER = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
 
 

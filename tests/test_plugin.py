@@ -212,7 +212,8 @@ def test_async_tests_and_the_same_loop_fixture(project: pytest.Pytester) -> None
                 await gate.async_wait_held(1)
                 gate.release()
                 sandbox = (await (await task).json())["data"]["id"]
-                await s.delete(f"{createos_server.url}/v1/sandboxes/{sandbox}")
+                async with s.delete(f"{createos_server.url}/v1/sandboxes/{sandbox}") as gone:
+                    assert gone.status == 200
 
         async def test_same_loop(createos_aiohttp_server):
             server = createos_aiohttp_server
@@ -223,7 +224,8 @@ def test_async_tests_and_the_same_loop_fixture(project: pytest.Pytester) -> None
                 await gate.async_wait_held(1)
                 gate.release()
                 sandbox = (await (await task).json())["data"]["id"]
-                await s.delete(f"{server.url}/v1/sandboxes/{sandbox}")
+                async with s.delete(f"{server.url}/v1/sandboxes/{sandbox}") as gone:
+                    assert gone.status == 200
         """
     )
     project.runpytest().assert_outcomes(passed=2)
