@@ -541,3 +541,13 @@ async def test_client_leaving_a_held_request_is_not_an_error(
     entry = fake.journal.requests(route="POST /v1/sandboxes")[0]
     assert [r.levelname for r in caplog.records if r.name == "fake_server"] == []
     assert entry.status in (None, 200)
+
+
+async def test_control_reads_stay_out_of_the_journal(fake: FakeCreateOS, client: Client) -> None:
+    await client.get("/v1/whoami")
+    before = len(fake.journal)
+    for path in ("/_fake/state", "/_fake/faults", "/_fake/journal", "/_fake/"):
+        await client.get(path)
+    assert len(fake.journal) == before
+    await client.post("/_fake/tenants")
+    assert fake.journal.requests()[-1].route == "/_fake/tenants"
