@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -261,3 +262,34 @@ async def test_every_response_carries_a_request_id(client: Client) -> None:
     first = await client.get("/v1/sandboxes")
     second = await client.get("/v1/nothing")
     assert first.headers["X-Request-ID"] != second.headers["X-Request-ID"]
+
+
+async def test_hosts_need_administrator_credentials(client: Client) -> None:
+    await expect_error(await client.get("/v1/hosts"), 403, "administrator")
+
+
+async def seeded_session(aiohttp_client: ClientFactory, seed: int) -> list[bytes]:
+    """The raw bodies of a fixed sequence of requests against a fresh seeded fake."""
+    fake = FakeCreateOS(ServerConfig(seed=seed, manual_clock=True, transition_ms=100))
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_replay"})
+    bodies = []
+    for _ in range(3):
+        created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        bodies.append(await created.read())
+    first = (await (await client.get("/v1/sandboxes")).json())["data"]["data"][0]["id"]
+    bodies.append(await (await client.post(f"/v1/sandboxes/{first}/pause")).read())
+    fake.clock.advance(0.1)  # type: ignore[attr-defined]
+    bodies.append(await (await client.get(f"/v1/sandboxes/{first}")).read())
+    bodies.append(await (await client.get("/v1/sandboxes?limit=10")).read())
+    return bodies
+
+
+async def test_a_seeded_run_is_reproducible_byte_for_byte(aiohttp_client: ClientFactory) -> None:
+    first = await seeded_session(aiohttp_client, 11)
+    again = await seeded_session(aiohttp_client, 11)
+    other = await seeded_session(aiohttp_client, 12)
+    assert first == again
+    assert first != other
+    names = [json.loads(body)["data"]["name"] for body in first[:3]]
+    assert all(0 < len(name) <= 22 for name in names)
+    assert len(set(names)) == 3
