@@ -396,3 +396,29 @@ async def test_cancel_during_process_creation_terminates_the_new_process(env: Fa
 async def test_execute_refused_on_expired_lease(env: FakeEnv) -> None:
     with pytest.raises(LeaseError, match="expired"):
         await env.execute(Lease(None, {"expired": True}), "true")
+
+
+async def test_exit_frame_without_a_status_fails_closed(env: FakeEnv) -> None:
+    lease = await env.acquire()
+    env.fake.faults.stream(
+        "missing_exit_status", route="GET /v1/sandboxes/{id}/processes/{pid}/connect"
+    )
+    with pytest.raises(CommandStreamError) as info:
+        await env.execute(lease, "echo", args=["x"])
+    assert info.value.reason == "exit status is missing"
+    assert process_deletes(env) == ["grace_ms=1000"]
+
+
+async def test_replayed_duplicates_are_dropped(env: FakeEnv) -> None:
+    env.fake.register_command("hold", Hold(b"one\n", b"two\n"))
+    lease = await env.acquire()
+    route = "GET /v1/sandboxes/{id}/processes/{pid}/connect"
+    # First connection: one frame, then the line drops; the reconnect (after=1) is answered
+    # from the start, so frame 1 arrives twice and must be ignored. The command never ends,
+    # so the (short) timeout ends the execute.
+    env.fake.faults.stream("disconnect", after_frames=1, times=1, route=route)
+    env.fake.faults.stream("duplicate", times=1, after=1, route=route)
+    result = await env.execute(lease, "hold", timeout_ms=300)
+    assert result.timed_out
+    assert result.stdout == "one\ntwo\n"
+    assert connect_cursors(env)[:2] == ["0", "1"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 from pytest_createos.errors import TransitionError
+from pytest_createos.provider import Lease
 
 from .conftest import FakeEnv
 
@@ -14,23 +18,61 @@ def transition_ms() -> float:
     return 30.0
 
 
+async def hold_transition_until_seen(env: FakeEnv, lease: Lease, action: Any, status: str) -> None:
+    """Run ``action`` with the sandbox's transition held, release it only once the provider has
+    polled and seen ``status``: the provider must wait through it, however slow the machine."""
+    sandbox = env.sandbox(lease)
+    env.fake.state_faults.stick(sandbox)
+    task = asyncio.ensure_future(action(lease))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while not any(
+        e.sandbox_status == status
+        for e in env.fake.journal.requests(route="GET /v1/sandboxes/{id}")
+    ):
+        assert loop.time() < deadline, f"the provider never polled a {status} sandbox"
+        await asyncio.sleep(0.001)
+    assert not task.done()
+    env.fake.state_faults.unstick(sandbox)
+    await task
+
+
 async def test_pause_and_resume_wait_through_intermediate_states(env: FakeEnv) -> None:
     lease = await env.acquire()
     sandbox_id = lease.provider_lease_id
-    await env.release(lease)
+    await hold_transition_until_seen(env, lease, env.release, "pausing")
     assert env.status(lease) == "paused"
     env.fake.journal.assert_requested("POST /v1/sandboxes/{id}/pause", times=1)
-    seen = [e.sandbox_status for e in env.fake.journal.requests(route="GET /v1/sandboxes/{id}")]
-    assert "pausing" in seen
 
-    resumed = await env.resume(lease)
-    assert resumed.provider_lease_id == sandbox_id
+    await hold_transition_until_seen(env, lease, env.resume, "resuming")
+    assert env.status(lease) == "running"
     env.fake.journal.assert_requested("POST /v1/sandboxes/{id}/resume", times=1)
-    seen = [e.sandbox_status for e in env.fake.journal.requests(route="GET /v1/sandboxes/{id}")]
-    assert "resuming" in seen
     transitions = [(t.before, t.after) for t in env.fake.journal.transitions(sandbox_id)]
     assert ("paused", "resuming") in transitions
     assert ("resuming", "running") in transitions
+
+
+async def test_lingering_old_status_after_submit_is_tolerated(env: FakeEnv) -> None:
+    """The newer Paperclip sequence: paused, paused, resuming, running — one resume POST."""
+    lease = await env.acquire()
+    await env.release(lease)
+    # The first GET (before the POST) is honest; the one right after the POST is stale.
+    stale = env.fake.faults.stale_read(route="GET /v1/sandboxes/{id}", times=1, after=1)
+    sandbox = env.sandbox(lease)
+    env.fake.state_faults.stick(sandbox)
+    mark = env.last_seq()
+    task = asyncio.ensure_future(env.resume(lease))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while len(env.fake.journal.requests(route="GET /v1/sandboxes/{id}", since=mark)) < 3:
+        assert loop.time() < deadline
+        await asyncio.sleep(0.001)
+    assert stale.fired == 1
+    assert not task.done()
+    env.fake.state_faults.unstick(sandbox)
+    resumed = await task
+    assert resumed.provider_lease_id == lease.provider_lease_id
+    env.fake.journal.assert_requested("POST /v1/sandboxes/{id}/resume", times=1)
 
 
 async def test_no_post_when_already_running(env: FakeEnv) -> None:
