@@ -150,9 +150,11 @@ class SandboxService:
     ) -> tuple[list[Sandbox], int]:
         """One page (in creation order) and the total matching the filter."""
         if status is None:
-            rows = tenant.sandboxes.values()
-            page = list(itertools.islice(rows, offset, offset + limit))
-            return page, len(tenant.sandboxes)
+            total = len(tenant.sandboxes)
+            if offset >= total:  # also keeps islice away from offsets beyond sys.maxsize
+                return [], total
+            page = list(itertools.islice(tenant.sandboxes.values(), offset, offset + limit))
+            return page, total
         matching = [s for s in tenant.sandboxes.values() if s.status is status]
         return matching[offset : offset + limit], len(matching)
 

@@ -16,7 +16,7 @@ import random
 import uuid
 
 from fake_server.faults import DEFAULT_MARKER_PATH
-from fake_server.filesystem import FileSystem
+from fake_server.filesystem import FileSystem, FsError
 from fake_server.lifecycle import Lifecycle, Status
 from fake_server.sandbox import Sandbox
 
@@ -70,19 +70,21 @@ class StateFaults:
             self.unstick(sandbox)
 
     def marker(self, sandbox: Sandbox, mode: str, path: str = DEFAULT_MARKER_PATH) -> None:
-        """Wipe, replace (with another random marker) or garble the lease marker file."""
-        fs = sandbox.fs
-        path = FileSystem.normalize(path)
-        if mode == "wipe":
-            fs.remove(path, force=True)
-        elif mode == "replace":
-            fs.write(
-                path, str(uuid.UUID(int=self.random.getrandbits(128))).encode(), make_parents=True
-            )
-        elif mode == "garble":
-            current = fs.read(path) if fs.is_file(path) else b"marker"
-            # Same length, different bytes: what a torn or corrupted read looks like.
-            garbled = bytes((byte ^ 0x5A) or 0x3F for byte in current)
-            fs.write(path, garbled, make_parents=True)
-        else:
+        """Wipe, replace (with another random marker) or garble the lease marker file; raises
+        ``ValueError`` for a bad mode or a path no file can live at."""
+        if mode not in ("wipe", "replace", "garble"):
             raise ValueError(f"marker mode must be wipe, replace or garble, not {mode!r}")
+        fs = sandbox.fs
+        try:
+            path = FileSystem.normalize(path)
+            if mode == "wipe":
+                fs.remove(path, force=True)
+            elif mode == "replace":
+                marker = str(uuid.UUID(int=self.random.getrandbits(128))).encode()
+                fs.write(path, marker, make_parents=True)
+            else:
+                current = fs.read(path) if fs.is_file(path) else b"marker"
+                # Same length, different bytes: what a torn or corrupted read looks like.
+                fs.write(path, bytes((byte ^ 0x5A) or 0x3F for byte in current), make_parents=True)
+        except FsError as exc:
+            raise ValueError(f"no marker file can live at {path}: {exc}") from None

@@ -551,3 +551,24 @@ async def test_control_reads_stay_out_of_the_journal(fake: FakeCreateOS, client:
     assert len(fake.journal) == before
     await client.post("/_fake/tenants")
     assert fake.journal.requests()[-1].route == "/_fake/tenants"
+
+
+async def test_a_misdirected_marker_rule_never_breaks_the_request(
+    fake: FakeCreateOS, client: Client, sandbox_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.faults.add(
+        {
+            "match": {"route": "POST /v1/sandboxes/{id}/exec"},
+            "action": {"type": "marker", "mode": "replace", "path": "/tmp"},
+        }
+    )
+    response = await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "true"})
+    assert response.status == 200
+    assert "rule_1 not applied" in caplog.text
+
+
+async def test_streams_carry_a_request_id(client: Client, sandbox_id: str) -> None:
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec?stream=true", json={"cmd": "true", "stream": True}
+    )
+    assert response.headers["X-Request-ID"].startswith("req_")

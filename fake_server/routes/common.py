@@ -44,6 +44,8 @@ class RequestScope:
     across aiohttp versions (older ones have no typed request keys)."""
 
     tenant: Tenant | None = None
+    #: Sent as ``X-Request-ID``; streams need it before their headers go out.
+    request_id: str = ""
     #: Fault actions a handler carries out itself (stream faults, surviving processes).
     directives: dict[str, dict[str, Any]] = field(default_factory=dict)
 

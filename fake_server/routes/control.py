@@ -13,7 +13,7 @@ from aiohttp import web
 from fake_server import errors
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
-from fake_server.faults import DEFAULT_MARKER_PATH, FaultError
+from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError
 from fake_server.gates import Gate
 from fake_server.routes.common import fake_of, ok, read_body
 from fake_server.validation import query_int
@@ -37,8 +37,11 @@ async def journal(request: web.Request) -> web.Response:
 
 async def create_tenant(request: web.Request) -> web.Response:
     body = await read_body(request, allowed={"api_key"})
+    requested = body.string("api_key")
+    if requested is not None and not requested.strip():
+        raise ApiError.invalid("api_key", "must not be blank")
     fake = fake_of(request)
-    key = fake.create_tenant(body.string("api_key") or None)
+    key = fake.create_tenant(requested or None)
     return ok({"api_key": key, "tenant": fake.tenant(key).id})
 
 
@@ -160,10 +163,12 @@ async def sandbox_marker(request: web.Request) -> web.Response:
     path = body.string("path") or DEFAULT_MARKER_PATH
     if not path.startswith("/"):
         raise ApiError.invalid("path", errors.PATH_NOT_ABSOLUTE)
+    if mode not in MARKER_MODES:
+        raise ApiError.invalid("mode", f"must be one of {', '.join(MARKER_MODES)}")
     try:
         fake.state_faults.marker(sandbox, mode, path)
     except ValueError as exc:
-        raise ApiError.invalid("mode", str(exc)) from None
+        raise ApiError.invalid("path", str(exc)) from None
     return ok({"id": sandbox.id, "mode": mode, "path": path})
 
 

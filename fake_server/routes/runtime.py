@@ -35,7 +35,13 @@ async def stream_ndjson(
     """Write ``frames`` as NDJSON lines, applying a stream fault if a rule asked for one; a
     client that goes away just ends the stream."""
     fault = scope().directives.get("stream")
-    response = web.StreamResponse(headers={"Content-Type": NDJSON, "Cache-Control": "no-store"})
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": NDJSON,
+            "Cache-Control": "no-store",
+            "X-Request-ID": scope().request_id,
+        }
+    )
     await response.prepare(request)
     try:
         async for line in _faulted(frames, fault) if fault else _lines(frames):
@@ -246,7 +252,12 @@ async def wait(request: web.Request) -> web.Response:
     if scope not in ("leader", "tree"):
         raise ApiError.invalid("scope", "must be leader or tree")
     config = fake_of(request).config
-    timeout_ms = query_int(request.query, "timeout_ms", config.max_wait_ms, high=config.max_wait_ms)
+    # 0 means "unset", as zero values do elsewhere in the API (limit=0, auto-pause 0): the
+    # server's maximum applies rather than an unbounded wait.
+    timeout_ms = (
+        query_int(request.query, "timeout_ms", config.max_wait_ms, high=config.max_wait_ms)
+        or config.max_wait_ms
+    )
     await process.wait(timeout_ms / 1000 if timeout_ms else None)
     return ok(process.view())
 

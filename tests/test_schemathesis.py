@@ -1,0 +1,345 @@
+"""Schemathesis against the OpenAPI document, on a live fake with no fault rules.
+
+Every documented operation is called with generated data (a bounded number of examples each,
+derandomized so CI never flakes), then chains of operations follow the document's links
+(create a sandbox, then pause/exec/fork/... it by id; start a process, then connect/wait/...).
+Every answer must:
+
+- not be a 5xx (nothing injected one);
+- have a documented status code and content type, and a body matching its schema;
+- arrive within a per-request timeout (no hangs). NDJSON streams are read as they arrive:
+  each line must match its frame schema, a finished stream must end with its exit frame, data
+  frames must count up by one, and a stream still following a live process is cut after a
+  short deadline, having never gone silent for longer than a few heartbeats.
+
+Left out on purpose: schemathesis' ``use_after_free`` check (a deleted sandbox stays readable as
+``destroyed``, as on the real service) and the positive/negative acceptance checks (a stateful
+API answers valid input with 404/409 all the time). Fault rules added through
+``POST /_fake/faults`` are cleared before the next ``/v1`` call, so generated rules never fault
+the run; the control API itself is never subject to them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+if sys.version_info < (3, 11):  # schemathesis 4 needs Python 3.11
+    pytest.skip("schemathesis needs Python 3.11+", allow_module_level=True)
+
+schemathesis = pytest.importorskip("schemathesis", minversion="4.0")
+
+import requests  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis.stateful import initialize, multiple  # noqa: E402
+from jsonschema import Draft202012Validator  # noqa: E402
+from referencing import Registry, Resource  # noqa: E402
+from referencing.jsonschema import DRAFT202012  # noqa: E402
+from schemathesis.checks import not_a_server_error  # noqa: E402
+from schemathesis.generation.stateful.state_machine import StepInput  # noqa: E402
+from schemathesis.specs.openapi.checks import (  # noqa: E402
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from fake_server import BackgroundServer, FakeCreateOS, ServerConfig  # noqa: E402
+from fake_server.openapi import NDJSON, OCTET_STREAM, document  # noqa: E402
+
+API_KEY = "skp_schemathesis"
+AUTH = {"X-Api-Key": API_KEY}
+SHAPE = "s-1vcpu-1gb"
+#: (operationId, status) of every answer, to prove the chains reached what they are meant to.
+SEEN: Counter[tuple[str, int]] = Counter()
+#: Generous for a fake that answers in milliseconds; anything slower is a hang.
+REQUEST_TIMEOUT = 10.0
+#: How long a stream that follows a live process is read before the test moves on.
+STREAM_DEADLINE = 0.25
+#: Server-side heartbeat and long-poll bounds, short so live streams and waits stay cheap.
+HEARTBEAT_S = 0.05
+MAX_WAIT_MS = 100
+#: Silence that counts as a stalled stream (40 missed heartbeats: generous for a loaded CI box).
+STREAM_SILENCE = 40 * HEARTBEAT_S
+#: The suite's bounded run; raise them for a longer hunt, e.g.
+#: ``CREATEOS_FUZZ_EXAMPLES=200 CREATEOS_FUZZ_SCENARIOS=2000 CREATEOS_FUZZ_COVERAGE=1
+#: CREATEOS_FUZZ_STATEFUL_MODE=all``.
+EXAMPLES_PER_OPERATION = int(os.environ.get("CREATEOS_FUZZ_EXAMPLES", "12"))
+STATEFUL_SCENARIOS = int(os.environ.get("CREATEOS_FUZZ_SCENARIOS", "60"))
+STATEFUL_STEPS = 15
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+DOCUMENT = document()
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "seed": 20260908,
+        "generation": {
+            "deterministic": True,
+            "max-examples": EXAMPLES_PER_OPERATION,
+            # NUL bytes only ever earn a 400 ("must not contain NUL bytes"): spend the examples
+            # on inputs that reach deeper.
+            "allow-x00": False,
+            "database": "none",
+        },
+        "phases": {
+            # The coverage phase enumerates every boundary case whatever max-examples says:
+            # thorough, but too slow for the suite's budget.
+            "coverage": {"enabled": os.environ.get("CREATEOS_FUZZ_COVERAGE") == "1"},
+            # Chains only go deep on valid input; invalid input is the per-operation test's job.
+            "stateful": {
+                "generation": {"mode": os.environ.get("CREATEOS_FUZZ_STATEFUL_MODE", "positive")}
+            },
+        },
+        "request-timeout": REQUEST_TIMEOUT,
+        "headers": {"X-Api-Key": API_KEY},
+        # Nothing is written next to the checkout.
+        "reports": {"vcr": {"enabled": False}},
+    }
+)
+SCHEMA = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
+#: Chains start from a sandbox: the meta and control routes stay in the per-operation test, where
+#: they cannot crowd out the chains that reach running sandboxes and live processes.
+STATEFUL_SCHEMA = SCHEMA.include(path_regex=r"^/(v1|_fake)/sandboxes")
+SETTINGS = settings(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    max_examples=EXAMPLES_PER_OPERATION,
+    suppress_health_check=list(HealthCheck),
+    print_blob=False,
+)
+
+
+# -- the live fake ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[BackgroundServer]:
+    config = ServerConfig(
+        transition_ms=0,
+        seed=1,
+        heartbeat_s=HEARTBEAT_S,
+        max_wait_ms=MAX_WAIT_MS,
+    )
+    with BackgroundServer(FakeCreateOS(config)) as server:
+        server.call(server.fake.create_tenant, API_KEY)
+        yield server
+
+
+def fresh_tenant(fake: FakeCreateOS) -> None:
+    """Forget the test tenant's sandboxes and rules, and restart ids from the seed."""
+    fake.drop_tenant(API_KEY)
+    fake.faults.clear()
+    fake.create_tenant(API_KEY)
+    fake.reseed(1)
+
+
+# -- NDJSON streams ----------------------------------------------------------------------------
+
+_REGISTRY = Registry().with_resource(
+    "urn:fake-createos", Resource.from_contents(DOCUMENT, default_specification=DRAFT202012)
+)
+
+
+def _frame_validator(name: str) -> Draft202012Validator:
+    return Draft202012Validator(
+        {"$ref": f"urn:fake-createos#/components/schemas/{name}"}, registry=_REGISTRY
+    )
+
+
+FRAME_VALIDATORS = {
+    "execCommand": _frame_validator("ExecFrame"),
+    "connectProcess": _frame_validator("ProcessFrame"),
+}
+
+
+def _read_stream(response: requests.Response) -> tuple[bytes, bool]:
+    """The body of a streamed answer and whether it was cut at the deadline (still live)."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + STREAM_DEADLINE
+    # read1 returns as soon as bytes arrive; a silent server trips the read timeout instead.
+    while chunk := response.raw.read1(65536, decode_content=True):
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            return b"".join(chunks), True
+    return b"".join(chunks), False
+
+
+def _check_frames(case: Any, body: bytes, cut_short: bool) -> None:
+    """Every line is one frame matching the documented schema; a finished stream ends with its
+    exit frame; process data frames count up by one."""
+    operation = _operation_id(case)
+    validator = FRAME_VALIDATORS[operation]
+    lines = body.split(b"\n")
+    assert lines[-1] == b"" or cut_short, f"{operation}: unterminated last line {lines[-1]!r}"
+    complete = lines[:-1]
+    assert complete or cut_short, f"{operation}: empty stream"
+    frames = [json.loads(line) for line in complete]
+    for frame in frames:
+        errors = sorted(validator.iter_errors(frame), key=str)
+        assert not errors, f"{operation}: frame {frame} breaks its schema: {errors[0].message}"
+    if operation == "connectProcess":
+        seqs = [frame["seq"] for frame in frames if frame["type"] == "data"]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)) if seqs else []), seqs
+        ends = [frame for frame in frames if frame["type"] in ("exit", "error")]
+    else:
+        ends = [frame for frame in frames if "exit_code" in frame]
+    assert len(ends) == (0 if cut_short else 1), f"{operation}: end frames {ends}"
+    if ends:
+        assert frames[-1] is ends[0], f"{operation}: frames after the end: {frames}"
+
+
+def _operation_id(case: Any) -> str:
+    return str(case.operation.definition.raw["operationId"])
+
+
+def _streaming(case: Any) -> bool:
+    return _operation_id(case) in FRAME_VALIDATORS
+
+
+def send(case: Any, server: BackgroundServer) -> schemathesis.Response:
+    """Make the call; streams are read by hand so a live one is cut at a deadline instead of
+    being mistaken for a hang (schemathesis only knows how to cut SSE streams)."""
+    if not case.path.startswith("/_fake/"):
+        # Rules generated for POST /_fake/faults must not fault the run (the control API is
+        # never subject to them, so they are checked, listed and deleted there first).
+        server.call(server.fake.faults.clear)
+    response = _stream(case, server) if _streaming(case) else case.call(server.url, headers=AUTH)
+    SEEN[_operation_id(case), response.status_code] += 1
+    return response
+
+
+def _stream(case: Any, server: BackgroundServer) -> schemathesis.Response:
+    kwargs = case.as_transport_kwargs(base_url=server.url, headers=AUTH)
+    # (connect, read): between two bytes of a live stream a heartbeat is at most HEARTBEAT_S
+    # away, so a stream silent for this long has stalled.
+    kwargs["timeout"] = (REQUEST_TIMEOUT, STREAM_SILENCE)
+    with requests.Session() as session:
+        raw = session.request(**kwargs, stream=True)
+        try:
+            if raw.headers.get("Content-Type", "").startswith(NDJSON):
+                body, cut_short = _read_stream(raw)
+                _check_frames(case, body, cut_short)
+                raw._content = body
+            else:
+                raw._content = raw.raw.read(decode_content=True)
+        finally:
+            raw.close()
+    return schemathesis.Response.from_requests(raw, verify=True)
+
+
+def check(case: Any, response: schemathesis.Response) -> None:
+    case.validate_response(response, checks=CHECKS)
+
+
+# -- every operation alone -----------------------------------------------------------------------
+
+
+@SCHEMA.parametrize()
+@SETTINGS
+def test_operation_answers_as_documented(case: Any, live: BackgroundServer) -> None:
+    check(case, send(case, live))
+
+
+# -- chains along the document's links ------------------------------------------------------------
+
+
+#: Operations the chains must get a 200 from (each needs state that only links provide).
+LINKED_SUCCESSES = {
+    "getSandbox",
+    "pauseSandbox",
+    "forkSandbox",
+    "execCommand",
+    "downloadFile",
+    "connectProcess",
+    "waitProcess",
+    "sendInput",
+    "deleteProcess",
+    "deleteSandbox",
+}
+
+
+def _sandbox_id(output: Any) -> str:
+    body = output.response.json()
+    assert "data" in body, body
+    data: dict[str, Any] = body["data"]
+    return str(data["id"])
+
+
+def test_linked_operations_answer_as_documented(live: BackgroundServer) -> None:
+    base = STATEFUL_SCHEMA.as_state_machine()
+    operations = STATEFUL_SCHEMA
+    sandboxes = "/v1/sandboxes"
+    processes = "/v1/sandboxes/{id}/processes"
+
+    class Machine(base):  # type: ignore[misc,valid-type]
+        def setup(self) -> None:
+            # Every scenario starts from the same state (an empty tenant, the same ids), so
+            # Hypothesis can replay and shrink it: bundles fill from the fake's answers.
+            live.call(fresh_tenant, live.fake)
+
+        def seed_step(self, case: Any) -> Any:
+            """One step outside the generated rules, recorded as the rules record theirs so
+            links from its answer work like links from a generated one."""
+            step = StepInput.initial(case)
+            self.recorder.record_case(case=case)
+            self.control.record_step(step, self.recorder)
+            return self._step(step)
+
+        @initialize(target=base.bundles[f"POST {sandboxes} -> 200"])
+        def seed_resources(self) -> Any:
+            """Start every scenario with what random roots rarely reach: a running sandbox with
+            a declared env var, a paused one (a fork source), a live process, a finished one and
+            a terminal, and an uploaded file. The links take it from there."""
+            create = operations[sandboxes]["POST"]
+            running = self.seed_step(create.Case(body={"shape": SHAPE, "envs": {"A": "1"}}))
+            paused = self.seed_step(create.Case(body={"shape": SHAPE}))
+            running_id, paused_id = _sandbox_id(running), _sandbox_id(paused)
+            pause = operations[sandboxes + "/{id}/pause"]["POST"]
+            self.seed_step(pause.Case(path_parameters={"id": paused_id}, body={}))
+            start = operations[processes]["POST"].Case
+            in_running = {"id": running_id}
+            # `cat` waits for stdin: a live process to connect to, wait for, signal...
+            live_process = self.seed_step(start(path_parameters=in_running, body={"cmd": "cat"}))
+            script = {"cmd": "/bin/bash", "args": ["-lc", "echo out; echo err >&2"]}
+            finished = self.seed_step(start(path_parameters=in_running, body=script))
+            terminal = {"pty": {"rows": 24, "cols": 80}}
+            shell = self.seed_step(start(path_parameters=in_running, body=terminal))
+            upload = self.seed_step(
+                operations[sandboxes + "/{id}/files"]["PUT"].Case(
+                    path_parameters=in_running,
+                    query={"path": "/srv/app/data.txt"},
+                    body=b"hello",
+                    media_type=OCTET_STREAM,
+                )
+            )
+            return multiple(running, paused, live_process, finished, shell, upload)
+
+        def call(self, case: Any, **kwargs: Any) -> schemathesis.Response:
+            return send(case, live)
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            check(case, response)
+
+    SEEN.clear()
+    Machine.run(
+        settings=settings(
+            SETTINGS, max_examples=STATEFUL_SCENARIOS, stateful_step_count=STATEFUL_STEPS
+        )
+    )
+    # A chain test that never gets past 404s proves nothing: this fails if the links or the
+    # seeding stop leading anywhere.
+    reached = {operation for operation, status in SEEN if status == 200}
+    assert reached >= LINKED_SUCCESSES, sorted(LINKED_SUCCESSES - reached)
