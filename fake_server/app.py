@@ -19,7 +19,7 @@ from fake_server.journal import Entry
 from fake_server.lifecycle import Status
 from fake_server.routes import control, dashboard, meta, openapi, runtime, sandboxes
 from fake_server.routes.common import FAKE, SCOPE, RequestScope, envelope_response
-from fake_server.sandbox import Sandbox, isoformat
+from fake_server.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
@@ -62,7 +62,7 @@ def _middleware(fake: FakeCreateOS) -> Any:
             opened=opened,
             kind="request",
             at=started,
-            time=isoformat(fake.clock.wall()),
+            time=fake.clock.wall(),
             method=request.method,
             route=template,
             path=request.path,
@@ -121,6 +121,9 @@ async def _serve(
             entry.sandbox_status = sandbox.status.value if sandbox is not None else None
     if template.startswith("/_fake/"):
         # The control API is never subject to fault rules: it is how a test recovers.
+        return await handler(request)
+    if not fake.faults.rules:
+        # The common case, kept cheap: no request info to build, no client address to look up.
         return await handler(request)
     info = RequestInfo(
         method=request.method,

@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from fake_server import errors
-from fake_server.clock import Clock, ManualClock, RealClock
+from fake_server.clock import Clock, ManualClock, RealClock, isoformat
 from fake_server.config import ServerConfig
 from fake_server.errors import ApiError
 from fake_server.faults import FaultEngine
@@ -28,7 +28,7 @@ from fake_server.journal import Entry, Journal
 from fake_server.lifecycle import Lifecycle, TransitionEvent
 from fake_server.processes import ManagedProcess
 from fake_server.runtime import Runtime
-from fake_server.sandbox import Sandbox, isoformat
+from fake_server.sandbox import Sandbox
 from fake_server.sandboxes import SandboxService
 from fake_server.shell import CommandHandler, CommandRegistry
 from fake_server.state_faults import StateFaults
@@ -201,7 +201,7 @@ class FakeCreateOS:
             seq=ticket,
             opened=ticket,
             at=self.clock.now(),
-            time=isoformat(self.clock.wall()),
+            time=self.clock.wall(),
             **fields,
         )
 

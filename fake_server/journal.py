@@ -18,7 +18,10 @@ import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, Literal
+
+from fake_server.clock import isoformat
 
 __all__ = ["Entry", "Journal", "JournalAssertionError"]
 
@@ -46,7 +49,9 @@ class Entry:
     opened: int
     kind: Kind
     at: float
-    time: str
+    #: Wall time: a datetime while recorded (formatting it costs more than recording the
+    #: request), its RFC 3339 string once read as JSON.
+    time: str | datetime
     tenant: str | None = None
     sandbox: str | None = None
     method: str | None = None
@@ -63,7 +68,10 @@ class Entry:
     detail: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {key: value for key, value in asdict(self).items() if value not in (None, [])}
+        body = {key: value for key, value in asdict(self).items() if value not in (None, [])}
+        if isinstance(self.time, datetime):
+            body["time"] = isoformat(self.time)
+        return body
 
     def describe(self) -> str:
         """One readable line, e.g. ``#12 DELETE /v1/sandboxes/sb_1 -> 200 (sandbox running)``."""

@@ -26,10 +26,9 @@ from datetime import datetime
 from typing import Any
 
 from fake_server import errors
-from fake_server.clock import Clock
+from fake_server.clock import Clock, isoformat
 from fake_server.errors import ApiError
 from fake_server.filesystem import FileSystem
-from fake_server.sandbox import isoformat
 from fake_server.shell import CommandContext, Shell, StdinReader
 
 __all__ = [

@@ -6,23 +6,25 @@ can hold a hundred thousand idle sandboxes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fake_server.catalog import Shape
+from fake_server.clock import isoformat
 from fake_server.filesystem import FileSystem
 from fake_server.lifecycle import PendingTransition, Status
 
 if TYPE_CHECKING:
     from fake_server.processes import ManagedProcess
 
-__all__ = ["Sandbox", "isoformat"]
+__all__ = ["Sandbox"]
 
-
-def isoformat(moment: datetime) -> str:
-    """RFC 3339 with a ``Z`` suffix, the form every client parses."""
-    return moment.isoformat().replace("+00:00", "Z")
+#: Fields that never show in a view, so changing them keeps the cached view.
+_OUTSIDE_THE_VIEW = frozenset(
+    {"_view", "_view_body", "last_activity", "pending", "_fs", "_processes"}
+)
 
 
 @dataclass(slots=True, eq=False)
@@ -56,6 +58,21 @@ class Sandbox:
     last_activity: float = 0.0
     _fs: FileSystem | None = None
     _processes: dict[str, ManagedProcess] | None = None
+    _view: dict[str, Any] | None = None
+    _view_body: bytes | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # GETs of a sandbox far outnumber changes to it: its view is built (and encoded) once
+        # per change.
+        object.__setattr__(self, name, value)
+        if name not in _OUTSIDE_THE_VIEW:
+            object.__setattr__(self, "_view", None)
+            object.__setattr__(self, "_view_body", None)
+
+    def changed(self) -> None:
+        """Say that a mutable field (a list or dict) was changed in place."""
+        self._view = None
+        self._view_body = None
 
     @property
     def fs(self) -> FileSystem:
@@ -83,7 +100,20 @@ class Sandbox:
         return f"https://<port>-{self.id}.sb.createos.test"
 
     def view(self) -> dict[str, Any]:
-        """The SandboxView: optional fields are omitted rather than null, as on the real API."""
+        """The SandboxView: optional fields are omitted rather than null, as on the real API.
+
+        Returns a fresh dict each time (callers may add to it); nested lists are shared."""
+        if self._view is None:
+            self._view = self._build_view()
+        return dict(self._view)
+
+    def view_body(self, encode: Callable[[Any], bytes]) -> bytes:
+        """The JSend success body of :meth:`view`, encoded by ``encode`` once per change."""
+        if self._view_body is None:
+            self._view_body = encode({"status": "success", "data": self.view()})
+        return self._view_body
+
+    def _build_view(self) -> dict[str, Any]:
         view: dict[str, Any] = {
             "id": self.id,
             "status": self.status.value,

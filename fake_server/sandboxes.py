@@ -198,6 +198,7 @@ class SandboxService:
                 raise ApiError.invalid("keys", "invalid ssh public key")
             if canonical not in sandbox.ssh_pubkeys:
                 sandbox.ssh_pubkeys.append(canonical)
+                sandbox.changed()
         return len(sandbox.ssh_pubkeys)
 
     def resize(self, sandbox: Sandbox, disk_mib: int) -> Sandbox:

@@ -191,6 +191,8 @@ async def test_patch_egress_resize_ssh_and_bandwidth(client: Client) -> None:
         json={"keys": ["ssh-ed25519 AAAA x@y", "ssh-ed25519 AAAA other"]},
     )
     assert (await keys.json())["data"] == {"count": 1}
+    view = (await (await client.get(f"/v1/sandboxes/{sandbox_id}")).json())["data"]
+    assert view["ssh_pubkeys"] == ["ssh-ed25519 AAAA"]  # the view follows in-place changes
     bandwidth = (await (await client.get(f"/v1/sandboxes/{sandbox_id}/bandwidth")).json())["data"]
     assert bandwidth["quota_bytes"] == -1
 

@@ -55,22 +55,33 @@ SCOPE: ContextVar[RequestScope] = ContextVar("createos_request_scope")
 
 def scope() -> RequestScope:
     """The current request's scope (an empty one outside a request)."""
-    return SCOPE.get(RequestScope())
+    current = SCOPE.get(None)
+    # Not ``SCOPE.get(RequestScope())``: that builds a throwaway scope on every call, and
+    # handlers call this on every request.
+    return current if current is not None else RequestScope()
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+def encode(body: Any) -> bytes:
+    """Compact UTF-8 JSON, the form every response body takes."""
+    return _dumps(body).encode()
+
+
+def json_response(
+    body: bytes, status: int = 200, *, headers: dict[str, str] | None = None
+) -> web.Response:
+    """An already encoded JSON body with ``application/json`` (clients only parse errors with
+    that type)."""
+    return web.Response(body=body, status=status, content_type="application/json", headers=headers)
+
+
 def envelope_response(
     body: dict[str, Any], status: int = 200, *, headers: dict[str, str] | None = None
 ) -> web.Response:
-    """A JSON response with ``application/json`` (clients only parse errors with that type)."""
-    return web.Response(
-        body=_dumps(body).encode(),
-        status=status,
-        content_type="application/json",
-        headers=headers,
-    )
+    """A JSON response for ``body``."""
+    return json_response(encode(body), status, headers=headers)
 
 
 def ok(data: Any) -> web.Response:
