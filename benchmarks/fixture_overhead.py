@@ -1,0 +1,124 @@
+"""Per-test overhead of ``createos_server`` against pytest-httpserver and a fresh server per test.
+
+Writes four throw-away test projects of N tests each (empty; one request to
+``createos_server``; one request to pytest-httpserver's ``httpserver``; one request to a fresh
+fake started and stopped inside each test), runs each with pytest in a subprocess, interleaved
+over several rounds, and reports the per-test time above the empty project's. Per-test time is
+read from pytest's JUnit report (setup + call + teardown of each test, the session fixture's
+start included), so interpreter start-up and collection noise stay out of it.
+
+    python benchmarks/fixture_overhead.py [--tests 200] [--rounds 3]
+
+Needs pytest-httpserver (``pip install pytest-httpserver``). Goal: createos_server's per-test
+overhead no larger than pytest-httpserver's, and far below a fresh server per test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+from _serving import child_env
+
+GET = """
+import json, urllib.request
+def get(url, key=""):
+    request = urllib.request.Request(url, headers={"X-Api-Key": key})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.loads(response.read())
+"""
+
+PROJECTS = {
+    "empty test": "def test_{n}():\n    pass\n",
+    "createos_server": (
+        "def test_{n}(createos_server):\n"
+        "    get(createos_server.url + '/v1/whoami', createos_server.api_key)\n"
+    ),
+    "pytest-httpserver": (
+        "def test_{n}(httpserver):\n"
+        "    httpserver.expect_request('/v1/whoami').respond_with_json({{'ok': True}})\n"
+        "    get(httpserver.url_for('/v1/whoami'))\n"
+    ),
+    "fresh fake per test": (
+        "def test_{n}():\n"
+        "    with BackgroundServer(FakeCreateOS()) as server:\n"
+        "        get(server.url + '/v1/whoami', 'skp_x')\n"
+    ),
+}
+
+
+def write_project(root: Path, body: str, count: int) -> Path:
+    root.mkdir()
+    header = GET + "from fake_server import BackgroundServer, FakeCreateOS\n"
+    tests = "\n".join(body.format(n=n) for n in range(count))
+    (root / "test_overhead.py").write_text(header + "\n" + tests)
+    return root
+
+
+def run(project: Path) -> float:
+    """Seconds spent in the project's tests (sum over its JUnit test cases)."""
+    report = project / "report.xml"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            f"--junitxml={report}",
+            "-o",
+            "junit_duration_report=total",
+            str(project),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=project,
+        timeout=600,
+        env=child_env(),
+    )
+    cases = ElementTree.parse(report).getroot().iter("testcase")
+    return sum(float(case.get("time", "0")) for case in cases)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        projects = {
+            name: write_project(Path(tmp) / str(i), body, args.tests)
+            for i, (name, body) in enumerate(PROJECTS.items())
+        }
+        times: dict[str, list[float]] = {name: [] for name in projects}
+        for project in projects.values():  # warm up: byte-compile, fill OS caches
+            run(project)
+        for _ in range(args.rounds):
+            for name, project in projects.items():
+                times[name].append(run(project))
+    empty = statistics.median(times["empty test"])
+    print(f"{args.tests} tests per project, median of {args.rounds} runs")
+    print(f"{'project':22}{'in tests s':>11}{'per-test ms above empty':>26}")
+    overhead = {}
+    for name, samples in times.items():
+        total = statistics.median(samples)
+        overhead[name] = (total - empty) / args.tests * 1000
+        print(f"{name:22}{total:11.3f}{overhead[name]:26.3f}")
+    ours, theirs = overhead["createos_server"], overhead["pytest-httpserver"]
+    print(
+        f"createos_server / pytest-httpserver overhead: {ours / theirs:.2f}x; "
+        f"fresh fake per test / createos_server: {overhead['fresh fake per test'] / ours:.1f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,425 @@
+"""Throughput of ``GET /v1/sandboxes/{id}`` on the fake versus a bare aiohttp handler.
+
+Both servers answer the same route template with a body of the same size (the bare handler
+returns the exact bytes the fake answered), each in its own process, on loopback. One client
+(``wrk`` when installed, otherwise a lean asyncio keep-alive client in its own process) measures
+them in interleaved rounds in the same run, so machine noise hits both alike. The ratio of the
+medians is the fake's overhead: the target is >= 0.8x.
+
+Usage::
+
+    python benchmarks/throughput.py            # 5 rounds of 3 s per server
+    python benchmarks/throughput.py --quick    # 2 rounds of 1 s (a smoke run)
+    python benchmarks/throughput.py --client python --check   # exit 1 below --min-ratio
+
+Nothing here is a test; see benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# Benchmark the checkout this file belongs to, installed or not.
+sys.path.insert(0, str(ROOT))
+
+TARGETS = ("fake", "bare")
+ROUTE = "/v1/sandboxes/{id}"
+API_KEY = "skp_benchmark"
+
+
+# -- server processes --------------------------------------------------------------------------
+
+
+def serve_fake() -> None:
+    """Serve the fake with one running sandbox; print where to find it."""
+    from fake_server import FakeCreateOS, ServerConfig
+    from fake_server.runner import start_site
+    from fake_server.sandboxes import CreateSpec
+
+    async def main() -> None:
+        # Default config apart from the seed: the benchmark measures the fake as users run it
+        # (journal, fault engine and all), with no rules installed.
+        fake = FakeCreateOS(ServerConfig(seed=1, api_keys=(API_KEY,)))
+        sandbox = fake.sandboxes.create(fake.tenant(API_KEY), CreateSpec(shape="s-1vcpu-1gb"))
+        _, url = await start_site(fake, "127.0.0.1", 0)
+        _announce({"url": url + f"/v1/sandboxes/{sandbox.id}", "headers": {"X-Api-Key": API_KEY}})
+        await asyncio.Event().wait()
+
+    _run_server(main())
+
+
+def serve_bare(body_file: str) -> None:
+    """Serve a handler that only returns ``body_file``'s bytes on the same route template."""
+    from aiohttp import web
+
+    body = Path(body_file).read_bytes()
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get(ROUTE, handler, allow_head=False)
+        # Same runner settings as the fake's (no access log, which would dominate both).
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        _announce({"url": f"http://127.0.0.1:{port}/v1/sandboxes/sb_bare", "headers": {}})
+        await asyncio.Event().wait()
+
+    _run_server(main())
+
+
+def _announce(info: dict[str, object]) -> None:
+    print(json.dumps(info), flush=True)
+
+
+def _run_server(main: Coroutine[Any, Any, None]) -> None:
+    # SIGTERM (how the parent stops a server) ends it as quietly as Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with contextlib.suppress(KeyboardInterrupt, SystemExit):
+        asyncio.run(main)
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen[str]
+    url: str
+    headers: dict[str, str]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_server(name: str, extra: Sequence[str], cpus: set[int] | None) -> Server:
+    command = [sys.executable, str(Path(__file__).resolve()), "--serve", name, *extra]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=_pin(cpus),
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        process.wait()
+        raise SystemExit(f"the {name} server did not start (exit code {process.returncode})")
+    info = json.loads(line)
+    return Server(name, process, info["url"], info["headers"])
+
+
+def _pin(cpus: set[int] | None) -> Callable[[], None] | None:
+    """A ``preexec_fn`` pinning the child to ``cpus`` (set before it starts any thread)."""
+    if not cpus:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def fetch(server: Server) -> bytes:
+    """One request, checked: the benchmark must measure successful answers."""
+    request = urllib.request.Request(server.url, headers=server.headers)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        if response.status != 200:
+            raise SystemExit(f"{server.name}: HTTP {response.status}")
+        body: bytes = response.read()
+        return body
+
+
+# -- clients -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    requests: int
+    seconds: float
+    errors: int
+    #: CPU seconds the server process spent during the run (None where /proc is unavailable).
+    server_cpu: float | None = None
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_us(self) -> float | None:
+        """Server CPU per request: far steadier than req/s on a machine shared with other work,
+        because time the server spends waiting for a CPU is not counted."""
+        if self.server_cpu is None or not self.requests:
+            return None
+        return self.server_cpu / self.requests * 1e6
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process, from /proc (Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # Fields 14 and 15 of stat(5) (utime, stime), counted after the ")" that ends the name.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_wrk(server: Server, *, seconds: float, connections: int, cpus: set[int] | None) -> Run:
+    """``wrk`` on one thread: C, so the client is never the bottleneck against Python."""
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s"]
+    for name, value in server.headers.items():
+        command += ["-H", f"{name}: {value}"]
+    output = subprocess.run(
+        [*command, server.url],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 30,  # a hard bound even if wrk never returns
+        preexec_fn=_pin(cpus),
+    ).stdout
+    total = re.search(r"(\d+) requests in ([\d.]+)(\w+)", output)
+    if total is None:
+        raise SystemExit(f"cannot parse wrk output:\n{output}")
+    elapsed = float(total.group(2)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[total.group(3)]
+    errors = 0
+    for pattern in (r"Non-2xx or 3xx responses: (\d+)", r"Socket errors: (.*)"):
+        found = re.search(pattern, output)
+        if found:
+            errors += sum(int(n) for n in re.findall(r"\d+", found.group(1)))
+    return Run(int(total.group(1)), elapsed, errors)
+
+
+def run_python(
+    server: Server, *, seconds: float, connections: int, max_requests: int, cpus: set[int] | None
+) -> Run:
+    """The fallback client, in its own process so it never shares the servers' loops."""
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--load",
+        server.url,
+        json.dumps(server.headers),
+        str(seconds),
+        str(connections),
+        str(max_requests),
+    ]
+    output = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 30,
+        preexec_fn=_pin(cpus),
+    ).stdout
+    result = json.loads(output)
+    return Run(result["requests"], result["seconds"], result["errors"])
+
+
+def load(url: str, headers: dict[str, str], seconds: float, connections: int, limit: int) -> None:
+    """Keep-alive GETs over ``connections`` raw asyncio streams until ``limit`` requests or
+    ``seconds`` elapse. Hand-rolled HTTP/1.1 (both servers answer with Content-Length) keeps
+    the client far cheaper per request than an HTTP client library, so it is not the
+    bottleneck it would otherwise be against a Python server."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    lines = [f"GET {parts.path} HTTP/1.1", f"Host: {parts.netloc}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    counts = {"requests": 0, "errors": 0}
+
+    async def worker(deadline: float) -> None:
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        try:
+            while counts["requests"] < limit and time.perf_counter() < deadline:
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+                await reader.readexactly(length)
+                counts["requests" if head.startswith(b"HTTP/1.1 200") else "errors"] += 1
+        finally:
+            writer.close()
+
+    async def main() -> float:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(started + seconds) for _ in range(connections)))
+        return time.perf_counter() - started
+
+    elapsed = asyncio.run(main())
+    print(json.dumps({**counts, "seconds": elapsed}))
+
+
+# -- the measurement ---------------------------------------------------------------------------
+
+
+def split_cpus() -> tuple[set[int] | None, set[int] | None]:
+    """Server on one CPU, client on the others, so neither steals the other's core."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None, None
+    available = sorted(os.sched_getaffinity(0))
+    if len(available) < 2:
+        return None, None
+    return {available[0]}, set(available[1:])
+
+
+@contextlib.contextmanager
+def servers(server_cpus: set[int] | None) -> Iterator[dict[str, Server]]:
+    started: dict[str, Server] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            started["fake"] = start_server("fake", [], server_cpus)
+            body = fetch(started["fake"])
+            body_file = Path(scratch, "body.json")
+            body_file.write_bytes(body)
+            started["bare"] = start_server("bare", ["--body", str(body_file)], server_cpus)
+            if len(fetch(started["bare"])) != len(body):
+                raise SystemExit("the bare handler's body differs in size from the fake's")
+            yield started
+        finally:
+            for server in started.values():
+                server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 1 s (a smoke run)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per server per round")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument(
+        "--max-requests", type=int, default=1_000_000, help="per run (python client)"
+    )
+    parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument("--min-ratio", type=float, default=0.8)
+    parser.add_argument("--check", action="store_true", help="exit 1 when below --min-ratio")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin server/client CPUs")
+    # Internal entry points: this file is also the server and the fallback client processes.
+    parser.add_argument("--serve", choices=TARGETS, help=argparse.SUPPRESS)
+    parser.add_argument("--body", help=argparse.SUPPRESS)
+    parser.add_argument("--load", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.serve == "fake":
+        serve_fake()
+        return 0
+    if args.serve == "bare":
+        serve_bare(args.body)
+        return 0
+    if args.load:
+        url, headers, seconds, connections, limit = args.load
+        load(url, json.loads(headers), float(seconds), int(connections), int(limit))
+        return 0
+
+    if args.quick:
+        args.rounds, args.seconds = 2, 1.0
+    client = args.client
+    if client == "auto":
+        client = "wrk" if shutil.which("wrk") else "python"
+    elif client == "wrk" and not shutil.which("wrk"):
+        parser.error("wrk is not installed")
+    server_cpus, client_cpus = (None, None) if args.no_pin else split_cpus()
+
+    def measure(server: Server, seconds: float) -> Run:
+        before = cpu_seconds(server.process.pid)
+        if client == "wrk":
+            run = run_wrk(server, seconds=seconds, connections=args.connections, cpus=client_cpus)
+        else:
+            run = run_python(
+                server,
+                seconds=seconds,
+                connections=args.connections,
+                max_requests=args.max_requests,
+                cpus=client_cpus,
+            )
+        after = cpu_seconds(server.process.pid)
+        if before is not None and after is not None:
+            run.server_cpu = after - before
+        return run
+
+    results: dict[str, list[Run]] = {name: [] for name in TARGETS}
+    with servers(server_cpus) as running:
+        body_size = len(fetch(running["fake"]))
+        print(
+            f"GET {ROUTE}: {body_size}-byte body, client={client}, "
+            f"{args.connections} connections, {args.rounds} x {args.seconds:g} s per server"
+            + (f", servers on CPU {sorted(server_cpus)}" if server_cpus else ""),
+            flush=True,
+        )
+        for server in running.values():  # warm up: first connections, caches, lazy imports
+            measure(server, min(1.0, args.seconds))
+        for round_no in range(args.rounds):
+            # Alternate the order so neither server always runs first.
+            order = TARGETS if round_no % 2 == 0 else TARGETS[::-1]
+            for name in order:
+                run = measure(running[name], args.seconds)
+                if run.errors:
+                    raise SystemExit(f"{name}: {run.errors} failed requests; not a valid result")
+                results[name].append(run)
+
+    # Each round measured both servers back to back: the median of those paired ratios is less
+    # sensitive to load drifting over the run than a ratio of overall figures.
+    ratio = statistics.median(
+        fake.rps / bare.rps for fake, bare in zip(results["fake"], results["bare"], strict=True)
+    )
+    print(report(results))
+    cpu = {name: [r.cpu_us for r in runs if r.cpu_us is not None] for name, runs in results.items()}
+    if all(cpu.values()):
+        cpu_ratio = statistics.median(cpu["bare"]) / statistics.median(cpu["fake"])
+        print(f"ratio by server CPU per request (bare/fake): {cpu_ratio:.2f}x")
+    verdict = "OK" if ratio >= args.min_ratio else "BELOW TARGET"
+    print(
+        f"ratio fake/bare req/s (median of rounds): {ratio:.2f}x   "
+        f"target >= {args.min_ratio:.2f}x   {verdict}"
+    )
+    return 1 if args.check and ratio < args.min_ratio else 0
+
+
+def report(results: dict[str, list[Run]]) -> str:
+    rounds = len(next(iter(results.values())))
+    header = ["server", *(f"round {i + 1}" for i in range(rounds)), "median req/s", "CPU us/req"]
+    rows = []
+    for name, runs in results.items():
+        cpu = [r.cpu_us for r in runs if r.cpu_us is not None]
+        rows.append(
+            [
+                name,
+                *(f"{run.rps:,.0f}" for run in runs),
+                f"{statistics.median(r.rps for r in runs):,.0f}",
+                f"{statistics.median(cpu):.1f}" if cpu else "n/a",
+            ]
+        )
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([line(header), *(line(row) for row in rows)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
