@@ -17,6 +17,14 @@ from pytest_createos.errors import (
     is_cleanup_pending,
 )
 from pytest_createos.host import LeaseHost
+from pytest_createos.kit import (
+    ConformanceError,
+    ConformanceKit,
+    Host,
+    HostConformance,
+    LeaseHostAdapter,
+    ProviderConformance,
+)
 from pytest_createos.provider import (
     ConfigResult,
     ExecuteResult,
@@ -34,17 +42,23 @@ __all__ = [
     "CleanupPendingError",
     "CleanupUnconfirmedError",
     "ConfigResult",
+    "ConformanceError",
+    "ConformanceKit",
     "CreateosApiError",
     "CreateosServer",
     "CreateosTransportError",
     "ExecuteResult",
     "GateHandle",
+    "Host",
+    "HostConformance",
     "Lease",
     "LeaseError",
     "LeaseHost",
+    "LeaseHostAdapter",
     "LeaseOwnershipError",
     "LeaseProvider",
     "ProbeResult",
+    "ProviderConformance",
     "RealizedWorkspace",
     "is_cleanup_pending",
     "validate_config",

@@ -406,3 +406,22 @@ async def createos_provider() -> AsyncIterator[Any]:
     provider = LeaseProvider()
     yield provider
     await provider.shutdown()
+
+
+@pytest.fixture
+def createos_kit(createos_server: CreateosServer) -> Any:
+    """The conformance kit (:class:`~pytest_createos.kit.ConformanceKit`) bound to this test's
+    fake: race scenarios for a host or provider, and checks over the journal.
+
+    Scope: function. Type: :class:`pytest_createos.kit.ConformanceKit`.
+
+    Example::
+
+        async def test_my_host(createos_kit, my_host):
+            report = await createos_kit.run("resume-while-release-in-flight", my_host)
+            report.assert_ok()
+            createos_kit.assert_ok()   # every check over the whole journal
+    """
+    from pytest_createos.kit import ConformanceKit
+
+    return ConformanceKit(createos_server)

@@ -1,0 +1,40 @@
+"""Every scenario of the conformance kit, against each host: one subclass per host.
+
+The robust host and the reference host pass; the naive host fails every scenario, which the
+strict xfail turns into a passing suite that breaks the day the kit stops catching it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from example_hosts import NaiveHost, RobustHost
+
+from pytest_createos.kit import ConformanceError, HostConformance, LeaseHostAdapter
+
+
+class TestRobustHost(HostConformance):
+    @pytest.fixture
+    def host(self, robust_host: RobustHost) -> RobustHost:
+        return robust_host
+
+
+class TestRobustHostDeletingOnRelease(HostConformance):
+    @pytest.fixture
+    def host(self, robust_host: RobustHost) -> RobustHost:
+        robust_host.keep_warm = False
+        return robust_host
+
+
+class TestReferenceHost(HostConformance):
+    @pytest.fixture
+    def host(self, reference_host: LeaseHostAdapter) -> LeaseHostAdapter:
+        return reference_host
+
+
+@pytest.mark.xfail(raises=ConformanceError, reason="the naive host races cleanup", strict=True)
+class TestNaiveHost(HostConformance):
+    @pytest.fixture
+    def host(self, naive_host: NaiveHost) -> Any:
+        return naive_host

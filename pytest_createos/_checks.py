@@ -1,0 +1,512 @@
+"""The conformance kit's checks: pure functions over a :class:`~fake_server.journal.Journal`.
+
+Each check finds one kind of cleanup-before-resume bug and returns a :class:`Violation` per
+sandbox it concerns (an empty list means the journal is clean); :func:`check_all` runs them
+together. They read only the journal, so they work on a journal built by hand as well as on
+``createos_server.journal.snapshot()``.
+
+Example::
+
+    journal = createos_server.journal.snapshot()
+    for violation in check_all(journal):
+        print(violation.describe())
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from fake_server.journal import Entry, Journal
+from pytest_createos import _kit_messages as text
+
+__all__ = [
+    "CHECKS",
+    "LeaseOutcome",
+    "Violation",
+    "check_all",
+    "check_backoff",
+    "check_no_leaks",
+    "check_no_orphan_processes",
+    "check_no_resume_during_cleanup",
+    "check_no_work_on_closing",
+    "check_resumed_or_replaced",
+    "check_resumes_serialised",
+    "check_unconfirmed_destroyed",
+]
+
+Route = tuple[str, str]
+
+RESUME: Route = ("POST", "/v1/sandboxes/{id}/resume")
+PAUSE: Route = ("POST", "/v1/sandboxes/{id}/pause")
+DELETE: Route = ("DELETE", "/v1/sandboxes/{id}")
+EXEC: Route = ("POST", "/v1/sandboxes/{id}/exec")
+START_PROCESS: Route = ("POST", "/v1/sandboxes/{id}/processes")
+TERMINATE_PROCESS: Route = ("DELETE", "/v1/sandboxes/{id}/processes/{pid}")
+#: Requests that put work on a sandbox.
+WORK: frozenset[Route] = frozenset(
+    {
+        EXEC,
+        START_PROCESS,
+        ("PUT", "/v1/sandboxes/{id}/files"),
+        ("GET", "/v1/sandboxes/{id}/files"),
+        ("POST", "/v1/sandboxes/{id}/processes/{pid}/input"),
+    }
+)
+#: Requests that tear a lease down.
+CLEANUP: frozenset[Route] = frozenset({PAUSE, DELETE})
+#: Statuses of a sandbox that is going away (work or a resume sent then is a bug).
+CLOSING_STATUSES = frozenset({"pausing", "destroying", "destroyed"})
+#: Statuses after which a sandbox holds nothing any more.
+GONE_STATUSES = frozenset({"destroying", "destroyed", "failed"})
+#: How many evidence lines a violation shows at most (the first ones, then the last).
+MAX_EVIDENCE = 8
+DEFAULT_MAX_ATTEMPTS_PER_SECOND = 10.0
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One bug a check found: which check, which sandbox, what happened, the journal lines that
+    show it (in arrival order) and what to change.
+
+    Example:
+        >>> v = Violation("retries-back-off", "sb_1", "sb_1: ... retried 40 times ...", "Wait.")
+        >>> print(v.describe())
+        [retries-back-off] sb_1: ... retried 40 times ...
+          fix: Wait.
+    """
+
+    check: str
+    sandbox: str | None
+    what: str
+    fix: str
+    entries: tuple[Entry, ...] = ()
+
+    def describe(self) -> str:
+        """The violation as readable lines: what happened, the journal excerpt, the fix."""
+        lines = [f"[{self.check}] {self.what}"]
+        if self.entries:
+            lines.append("  journal, in arrival order:")
+            lines += [f"    {_line(entry)}" for entry in self.entries]
+        lines.append(f"  fix: {self.fix}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LeaseOutcome:
+    """What a ``resume()`` handed back, for :func:`check_resumed_or_replaced`.
+
+    ``original`` is the sandbox of the lease passed to ``resume()``; ``final`` the sandbox the
+    returned lease ran a command on (``None`` if it ran nowhere); ``error`` says why there is
+    no usable lease (``resume()`` or the command raised), if so.
+
+    Example:
+        >>> LeaseOutcome("sb_old", "sb_new").final
+        'sb_new'
+    """
+
+    original: str
+    final: str | None
+    error: str | None = None
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _route(entry: Entry) -> Route | None:
+    if entry.kind != "request" or entry.method is None or entry.route is None:
+        return None
+    return (entry.method, entry.route)
+
+
+def _requests(journal: Journal, routes: Iterable[Route]) -> list[Entry]:
+    wanted = set(routes)
+    found = [entry for entry in journal.requests() if _route(entry) in wanted]
+    return sorted(found, key=lambda entry: entry.opened)
+
+
+def _line(entry: Entry) -> str:
+    if entry.kind == "request" and entry.opened != entry.seq:
+        return f"{entry.describe()}  [arrived at #{entry.opened}]"
+    return entry.describe()
+
+
+def _request_text(entry: Entry) -> str:
+    return f"{entry.method} {entry.path}"
+
+
+def _evidence(*groups: Iterable[Entry]) -> tuple[Entry, ...]:
+    """Unique entries in arrival order, trimmed to the first and last few."""
+    unique = {id(entry): entry for group in groups for entry in group}
+    ordered = sorted(unique.values(), key=lambda entry: (entry.opened, entry.seq))
+    if len(ordered) > MAX_EVIDENCE:
+        head = MAX_EVIDENCE - 2
+        ordered = ordered[:head] + ordered[-2:]
+    return tuple(ordered)
+
+
+def _failed(entry: Entry) -> bool:
+    return entry.status is None or entry.status >= 400
+
+
+def _last_status(journal: Journal, sandbox: str) -> str | None:
+    transitions = journal.transitions(sandbox)
+    return transitions[-1].after if transitions else None
+
+
+def _creation(journal: Journal, sandbox: str) -> Entry | None:
+    return next((e for e in journal.transitions(sandbox) if e.before is None), None)
+
+
+def _arrived_during(entry: Entry, other: Entry) -> bool:
+    """Whether ``entry`` arrived while ``other`` was in flight (``other`` came first)."""
+    return other.opened < entry.opened < other.seq
+
+
+def _closing_reason(entry: Entry, cleanups: Sequence[Entry]) -> tuple[str, list[Entry]] | None:
+    """Why ``entry`` arrived at a sandbox that was going away, and the cleanup that shows it.
+
+    Only a cleanup that was already in flight when ``entry`` arrived counts: a cleanup sent
+    while the request was in flight is the host tearing down after it, not racing it."""
+    overlapping = [c for c in cleanups if _arrived_during(entry, c)]
+    if overlapping:
+        return text.REASON_OVERLAP.format(request=_request_text(overlapping[0])), overlapping
+    if entry.sandbox_status in CLOSING_STATUSES:
+        return text.REASON_STATUS.format(status=entry.sandbox_status), []
+    return None
+
+
+def _during_cleanup(
+    journal: Journal, routes: Iterable[Route], what: str, check: str, fix: str
+) -> list[Violation]:
+    cleanups: dict[str | None, list[Entry]] = defaultdict(list)
+    for cleanup in _requests(journal, CLEANUP):
+        cleanups[cleanup.sandbox].append(cleanup)
+    offending: dict[str, list[tuple[Entry, str, list[Entry]]]] = defaultdict(list)
+    for entry in _requests(journal, routes):
+        found = _closing_reason(entry, cleanups[entry.sandbox])
+        if found is not None and entry.sandbox is not None:
+            offending[entry.sandbox].append((entry, *found))
+    violations = []
+    for sandbox, found_list in offending.items():
+        first, reason, shown_cleanups = found_list[0]
+        message = what.format(
+            sandbox=sandbox, count=len(found_list), request=_request_text(first), reason=reason
+        )
+        entries = [entry for entry, _, _ in found_list]
+        statuses = [t for t in journal.transitions(sandbox) if t.seq < first.opened][-1:]
+        violations.append(
+            Violation(
+                check, sandbox, message, fix, _evidence(shown_cleanups, statuses, entries[:3])
+            )
+        )
+    return violations
+
+
+# -- the checks --------------------------------------------------------------------------------
+
+
+def check_no_work_on_closing(journal: Journal) -> list[Violation]:
+    """No exec, files or process request arrived at a sandbox that was pausing, destroying
+    or destroyed, or while a pause or delete of it was in flight.
+
+    Example:
+        >>> check_no_work_on_closing(Journal())
+        []
+    """
+    return _during_cleanup(
+        journal, WORK, text.WORK_ON_CLOSING_WHAT, text.NO_WORK_ON_CLOSING, text.WORK_ON_CLOSING_FIX
+    )
+
+
+def check_no_resume_during_cleanup(journal: Journal) -> list[Violation]:
+    """No resume request arrived at a sandbox while a pause or delete of it was in flight, or
+    while it was pausing, destroying or destroyed.
+
+    Example:
+        >>> check_no_resume_during_cleanup(Journal())
+        []
+    """
+    return _during_cleanup(
+        journal,
+        [RESUME],
+        text.RESUME_DURING_CLEANUP_WHAT,
+        text.NO_RESUME_DURING_CLEANUP,
+        text.RESUME_DURING_CLEANUP_FIX,
+    )
+
+
+def check_resumes_serialised(journal: Journal) -> list[Violation]:
+    """No two resume requests of one sandbox were in flight together, and none arrived while
+    the sandbox was still resuming from an earlier one.
+
+    Example:
+        >>> check_resumes_serialised(Journal())
+        []
+    """
+    by_sandbox: dict[str | None, list[Entry]] = defaultdict(list)
+    for resume in _requests(journal, [RESUME]):
+        by_sandbox[resume.sandbox].append(resume)
+    violations = []
+    for sandbox, resumes in by_sandbox.items():
+        raced: list[tuple[Entry, str, list[Entry]]] = []
+        for index, resume in enumerate(resumes):
+            earlier = [r for r in resumes[:index] if _arrived_during(resume, r)]
+            if earlier:
+                reason = text.REASON_OTHER_RESUME.format(request=_request_text(earlier[0]))
+                raced.append((resume, reason, earlier[:1]))
+            elif resume.sandbox_status == "resuming":
+                raced.append((resume, text.REASON_RESUMING, []))
+        if raced and sandbox is not None:
+            _, reason, shown = raced[0]
+            what = text.RESUMES_RACED_WHAT.format(sandbox=sandbox, count=len(raced), reason=reason)
+            entries = [resume for resume, _, _ in raced[:3]]
+            violations.append(
+                Violation(
+                    text.RESUMES_SERIALISED,
+                    sandbox,
+                    what,
+                    text.RESUMES_SERIALISED_FIX,
+                    _evidence(shown, entries),
+                )
+            )
+    return violations
+
+
+def check_backoff(
+    journal: Journal, *, max_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND
+) -> list[Violation]:
+    """Retries back off: a request repeated after a failure (an HTTP error or no answer) is
+    repeated at most ``max_per_second`` times in any one second of the fake's clock (the
+    journal's ``at``). Successful polls are not retries and never count.
+
+    Under ``manual_clock`` the journal's time moves only when the test advances it, so this
+    check means something there only if the test does.
+
+    Example:
+        >>> check_backoff(Journal(), max_per_second=5)
+        []
+    """
+    groups: dict[tuple[str | None, str | None, str | None], list[Entry]] = defaultdict(list)
+    for entry in journal.requests():
+        groups[(entry.method, entry.route, entry.sandbox)].append(entry)
+    violations = []
+    for (_, _, sandbox), entries in groups.items():
+        entries.sort(key=lambda entry: entry.opened)
+        retries = [current for previous, current in pairwise(entries) if _failed(previous)]
+        window = _busiest_second(retries)
+        if len(window) <= max_per_second:
+            continue
+        what = text.HOT_LOOP_WHAT.format(
+            sandbox=sandbox or "(no sandbox)",
+            request=_request_text(window[0]),
+            count=len(window),
+            span=window[-1].at - window[0].at,
+            limit=max_per_second,
+        )
+        violations.append(
+            Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, _evidence(window))
+        )
+    return violations
+
+
+def _busiest_second(entries: Sequence[Entry]) -> Sequence[Entry]:
+    """The longest run of ``entries`` (sorted by arrival) that fits in one second."""
+    best: Sequence[Entry] = entries[:0]
+    start = 0
+    for end, entry in enumerate(entries):
+        while entry.at - entries[start].at >= 1.0:
+            start += 1
+        if end + 1 - start > len(best):
+            best = entries[start : end + 1]
+    return best
+
+
+def check_resumed_or_replaced(
+    journal: Journal, outcomes: Iterable[LeaseOutcome]
+) -> list[Violation]:
+    """Each ``resume()`` ended with a usable lease: the same sandbox, running at the end of
+    the journal, or a sandbox acquired after the original one, running, and a command ran on
+    it. See :class:`LeaseOutcome`.
+
+    Example:
+        >>> check_resumed_or_replaced(Journal(), [LeaseOutcome("sb_1", None, "it raised")])[0].what
+        'sb_1: resume() gave back no usable lease: it raised.'
+    """
+    violations = []
+    for outcome in outcomes:
+        what = _outcome_problem(journal, outcome)
+        if what is None:
+            continue
+        related = [outcome.original] + ([outcome.final] if outcome.final else [])
+        history = [e for sandbox in related for e in journal.history(sandbox)]
+        violations.append(
+            Violation(
+                text.RESUMED_OR_REPLACED,
+                outcome.original,
+                what,
+                text.RESUMED_OR_REPLACED_FIX,
+                _evidence(history),
+            )
+        )
+    return violations
+
+
+def _outcome_problem(journal: Journal, outcome: LeaseOutcome) -> str | None:
+    original, final = outcome.original, outcome.final
+    if outcome.error is not None or final is None:
+        return text.NO_LEASE_WHAT.format(sandbox=original, error=outcome.error or "no command ran")
+    status = _last_status(journal, final)
+    if final == original:
+        if status != "running":
+            return text.NOT_RUNNING_WHAT.format(sandbox=original, status=status)
+        return None
+    old, new = _creation(journal, original), _creation(journal, final)
+    if new is None or (old is not None and new.seq < old.seq):
+        return text.STALE_REPLACEMENT_WHAT.format(sandbox=original, final=final)
+    if status != "running":
+        return text.REPLACEMENT_NOT_RUNNING_WHAT.format(
+            sandbox=original, final=final, status=status
+        )
+    return None
+
+
+def check_unconfirmed_destroyed(journal: Journal, sandbox: str, *, after: int) -> list[Violation]:
+    """``sandbox``, whose process cleanup became unconfirmed at journal ticket ``after`` (the
+    ``seq`` of the lost or failed process request), was destroyed afterwards and never paused,
+    resumed or given work again.
+
+    Example:
+        >>> check_unconfirmed_destroyed(Journal(), "sb_1", after=0)[0].check
+        'unconfirmed-destroyed'
+    """
+    later = [e for e in journal.requests(sandbox=sandbox) if e.opened > after]
+    reused = [e for e in later if _route(e) in WORK | {PAUSE, RESUME}]
+    destroys = [e for e in later if _route(e) == DELETE]
+    if destroys and not reused:
+        return []
+    cause = [e for e in journal.requests(sandbox=sandbox) if e.seq == after]
+    if reused:
+        kinds = sorted({_request_text(e).rsplit("/", 1)[-1] for e in reused})
+        requests = f"{len(reused)} request(s) ({', '.join(kinds)})"
+        what = text.UNCONFIRMED_REUSED_WHAT.format(sandbox=sandbox, after=after, requests=requests)
+    else:
+        what = text.UNCONFIRMED_KEPT_WHAT.format(sandbox=sandbox, after=after)
+    return [
+        Violation(
+            text.UNCONFIRMED_DESTROYED,
+            sandbox,
+            what,
+            text.UNCONFIRMED_FIX,
+            _evidence(cause, reused[:4], destroys[:1]),
+        )
+    ]
+
+
+def check_no_leaks(journal: Journal, *, keep: Iterable[str] = ()) -> list[Violation]:
+    """Every sandbox created in the journal ended destroying, destroyed or failed, unless it is
+    in ``keep`` (the sandboxes of the leases the host still holds).
+
+    Example:
+        >>> check_no_leaks(Journal(), keep=["sb_1"])
+        []
+    """
+    kept = set(keep)
+    violations = []
+    for creation in journal.transitions():
+        sandbox = creation.sandbox
+        if creation.before is not None or sandbox is None or sandbox in kept:
+            continue
+        status = _last_status(journal, sandbox)
+        if status in GONE_STATUSES:
+            continue
+        history = journal.history(sandbox)
+        violations.append(
+            Violation(
+                text.NO_LEAKED_SANDBOX,
+                sandbox,
+                text.LEAK_WHAT.format(sandbox=sandbox, status=status),
+                text.LEAK_FIX,
+                _evidence(history[:2], history[-3:]),
+            )
+        )
+    return violations
+
+
+def check_no_orphan_processes(journal: Journal) -> list[Violation]:
+    """Every managed process that started also exited (or was terminated) by the end of the
+    journal. Buffered ``/exec`` commands are not processes and are not seen here.
+
+    Example:
+        >>> check_no_orphan_processes(Journal())
+        []
+    """
+    started: dict[str, Entry] = {}
+    for event in journal.entries(kind="process"):
+        if event.process is None:
+            continue
+        if event.detail == "start":
+            started[event.process] = event
+        else:
+            started.pop(event.process, None)
+    violations = []
+    for process, start in started.items():
+        sandbox = start.sandbox
+        later = [e for e in journal.history(sandbox or "") if e.seq > start.seq][-3:]
+        what = text.ORPHAN_WHAT.format(sandbox=sandbox, process=process, seq=start.seq)
+        violations.append(
+            Violation(
+                text.NO_ORPHAN_PROCESS, sandbox, what, text.ORPHAN_FIX, _evidence([start], later)
+            )
+        )
+    return violations
+
+
+def check_all(
+    journal: Journal,
+    *,
+    outcomes: Sequence[LeaseOutcome] = (),
+    keep: Iterable[str] | None = None,
+    unconfirmed: Mapping[str, int] | None = None,
+    max_attempts_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+) -> list[Violation]:
+    """Every check at once.
+
+    ``outcomes`` feeds :func:`check_resumed_or_replaced`; ``keep`` the leak check (default:
+    the final sandboxes of ``outcomes``); ``unconfirmed`` maps sandboxes to the ticket at
+    which their cleanup became unconfirmed (:func:`check_unconfirmed_destroyed`).
+
+    Example::
+
+        violations = check_all(createos_server.journal.snapshot(), keep=[lease_sandbox])
+        assert not violations, "\\n".join(v.describe() for v in violations)
+    """
+    if keep is None:
+        keep = [outcome.final for outcome in outcomes if outcome.final is not None]
+    found = [
+        *check_no_work_on_closing(journal),
+        *check_no_resume_during_cleanup(journal),
+        *check_resumes_serialised(journal),
+        *check_backoff(journal, max_per_second=max_attempts_per_second),
+        *check_resumed_or_replaced(journal, outcomes),
+        *check_no_leaks(journal, keep=keep),
+        *check_no_orphan_processes(journal),
+    ]
+    for sandbox, after in (unconfirmed or {}).items():
+        found += check_unconfirmed_destroyed(journal, sandbox, after=after)
+    return found
+
+
+#: Every check by name, with a one-line summary, in the order :func:`check_all` runs them.
+CHECKS: dict[str, str] = {
+    text.NO_WORK_ON_CLOSING: "no exec/files/process request to a sandbox that is going away",
+    text.NO_RESUME_DURING_CLEANUP: "no resume while the lease's pause or delete is in flight",
+    text.RESUMES_SERIALISED: "concurrent resumes of one lease send one resume at a time",
+    text.RETRIES_BACK_OFF: "retries after failures are bounded per second (no hot loop)",
+    text.RESUMED_OR_REPLACED: "resume ends resumed after cleanup, or replaced by a fresh lease",
+    text.NO_LEAKED_SANDBOX: "no sandbox is left alive that no lease refers to",
+    text.NO_ORPHAN_PROCESS: "no command's process is left running (e.g. after shutdown)",
+    text.UNCONFIRMED_DESTROYED: "a lease with unconfirmed process cleanup is destroyed, not reused",
+}

@@ -1,0 +1,797 @@
+"""The conformance kit's scenarios: each builds one race on the fake with gates and state
+faults, lets the host (or provider) act, and reports what it did.
+
+A scenario never sleeps to make a race happen. Where the kit must learn that a host is *not*
+going to do something (for example, not send a resume while its release is held), it gives the
+host ``settle_s`` to show its hand; a host that behaves never depends on that time, and one that
+misbehaves is caught as soon as its request reaches a gate.
+
+Example::
+
+    report = await ConformanceKit(createos_server).run("concurrent-resumes", host)
+    print(report.format())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shlex
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fake_server.journal import Entry
+from pytest_createos import _kit_messages as text
+from pytest_createos._checks import (
+    CLEANUP,
+    DELETE,
+    EXEC,
+    PAUSE,
+    RESUME,
+    START_PROCESS,
+    WORK,
+    LeaseOutcome,
+    Route,
+    Violation,
+    check_all,
+)
+from pytest_createos.errors import is_cleanup_pending
+from pytest_createos.host import LeaseProviderLike
+from pytest_createos.server import GateHandle
+
+if TYPE_CHECKING:
+    from pytest_createos.kit import ConformanceKit, Host
+
+__all__ = [
+    "PROVIDER_SCENARIOS",
+    "SCENARIOS",
+    "ConformanceError",
+    "Scenario",
+    "ScenarioReport",
+    "find_scenario",
+]
+
+T = TypeVar("T")
+
+#: What the kit runs when it needs a command that is still running when it acts.
+LONG_COMMAND = "sleep 30"
+_MAX_ERROR_CHARS = 200
+#: Numbers gates across kits: a gate once opened stays open, so a name is never reused.
+_GATE_IDS = itertools.count(1)
+#: How often the kit looks at the fake's gates and journal while it waits for the host.
+_QUIET_POLL_S = 0.02
+
+
+class ConformanceError(AssertionError):
+    """A scenario or a check found violations; the message lists each one and its fix.
+
+    Example:
+        >>> error = ConformanceError("1 conformance violation(s)", [])
+        >>> error.violations
+        []
+    """
+
+    def __init__(self, message: str, violations: Sequence[Violation]) -> None:
+        super().__init__(message)
+        self.violations = list(violations)
+
+
+def violations_text(header: str, violations: Sequence[Violation]) -> str:
+    """``header`` and each violation's description, one block after the other."""
+    return "\n".join([header, *(violation.describe() for violation in violations)])
+
+
+@dataclass
+class ScenarioReport:
+    """What happened in one scenario: the host's steps and the violations found.
+
+    Example::
+
+        report = await createos_kit.run("concurrent-resumes", host)
+        print(report.format())
+        assert "resumes-serialised" not in report.failed_checks
+        report.assert_ok()
+    """
+
+    scenario: str
+    steps: list[str] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    #: Why the scenario did not apply to this host (then there are no violations).
+    skipped: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was found."""
+        return not self.violations
+
+    @property
+    def failed_checks(self) -> set[str]:
+        """Names of the checks that found something (see ``pytest_createos.kit.CHECKS``)."""
+        return {violation.check for violation in self.violations}
+
+    def format(self) -> str:
+        """Violations first, then every step of the scenario, one per line."""
+        header = text.VIOLATIONS_HEADER.format(scenario=self.scenario, count=len(self.violations))
+        lines = [violations_text(header, self.violations), text.STEPS_HEADER]
+        lines += [f"  {step}" for step in self.steps]
+        return "\n".join(lines)
+
+    def assert_ok(self) -> None:
+        """Raise :class:`ConformanceError` with :meth:`format` if anything was found."""
+        if self.violations:
+            raise ConformanceError(self.format(), self.violations)
+
+
+@dataclass
+class _Call:
+    """How one host call ended."""
+
+    value: Any = None
+    error: BaseException | None = None
+    hung: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.hung or self.error is not None
+
+    def raised_suffix(self) -> str:
+        return text.RAISED_SUFFIX.format(error=_error_text(self.error)) if self.error else ""
+
+    def failure(self, call: str) -> str:
+        """What went wrong, as a phrase: ``<call> raised <error>`` or ``<call> hung``."""
+        if self.error is not None:
+            return text.RAISED.format(call=call, error=_error_text(self.error))
+        return text.HUNG_SHORT.format(call=call)
+
+
+def _error_text(error: BaseException) -> str:
+    shown = f"{type(error).__name__}: {error}"
+    return shown if len(shown) <= _MAX_ERROR_CHARS else shown[: _MAX_ERROR_CHARS - 3] + "..."
+
+
+def _routes_text(routes: Iterable[Route]) -> str:
+    return ", ".join(sorted(f"{method} {template}" for method, template in routes))
+
+
+async def _pause(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """One polling interval, cut short if a task ends. The fake runs on another loop (or in
+    another process), so its gates and journal can only be polled, not awaited."""
+    pending = {task for task in tasks if not task.done()}
+    if pending:
+        await asyncio.wait(pending, timeout=_QUIET_POLL_S)
+    else:
+        await asyncio.sleep(_QUIET_POLL_S)
+
+
+class _Run:
+    """The bookkeeping of one scenario: steps, the rules and gates it added, host tasks and
+    verdicts. Everything it adds to the fake is undone by :meth:`close`."""
+
+    def __init__(self, kit: ConformanceKit, scenario: str) -> None:
+        self.kit = kit
+        self.faults = kit.server.faults
+        self.report = ScenarioReport(scenario)
+        self.problems: list[Violation] = []
+        self.outcomes: list[LeaseOutcome] = []
+        self.keep: set[str] = set()
+        self.unconfirmed: dict[str, int] = {}
+        self.start = kit.mark()
+        self._baseline_rules = {rule["id"] for rule in self.faults.rules}
+        self._gates: list[GateHandle] = []
+        self._stuck: set[str] = set()
+        self._tasks: dict[asyncio.Future[Any], str] = {}
+        self._hung: set[asyncio.Future[Any]] = set()
+
+    # -- reporting ------------------------------------------------------------------------------
+
+    def step(self, line: str) -> None:
+        self.report.steps.append(line)
+
+    def problem(self, sandbox: str | None, what: str) -> None:
+        self.problems.append(Violation(text.SCENARIO, sandbox, what, text.SCENARIO_FIX))
+        if sandbox is not None:
+            # The scenario could not finish with it: what is left of it says nothing more.
+            self.keep.add(sandbox)
+
+    def violation(self, check: str, sandbox: str, what: str, fix: str) -> None:
+        self.problems.append(Violation(check, sandbox, what, fix))
+
+    def skip(self, reason: str) -> None:
+        self.report.skipped = reason
+        self.step(text.STEP_SKIPPED.format(reason=reason))
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def gate(
+        self,
+        label: str,
+        sandbox: str,
+        before: Iterable[Route],
+        *,
+        after: Iterable[Route] = (),
+        times: int | None = None,
+    ) -> GateHandle:
+        """One gate on ``sandbox``: it holds ``before`` requests before their effect and
+        ``after`` requests after it (only their answer waits)."""
+        name = f"kit{next(_GATE_IDS)}-{label.replace(' ', '-')}"
+        extra = {} if times is None else {"times": times}
+        holds = [(route, "before") for route in sorted(before)]
+        holds += [(route, "after") for route in sorted(after)]
+        handle = None
+        for (method, template), when in holds:
+            route = f"{method} {template}"
+            handle = self.faults.gate(name, when=when, route=route, sandbox=sandbox, **extra)
+        assert handle is not None, "a gate needs at least one route"
+        self._gates.append(handle)
+        self.step(text.STEP_HOLDING.format(what=label, sandbox=sandbox))
+        return handle
+
+    def let_go(self, gate: GateHandle, label: str, sandbox: str) -> None:
+        gate.open()
+        self.step(text.STEP_LET_GO.format(what=label, sandbox=sandbox))
+
+    def lose_answers(self, label: str, routes: Iterable[Route], sandbox: str) -> set[str]:
+        """The next request of each route takes effect, but its answer is lost; returns the
+        rules' ids."""
+        self.step(text.STEP_LOSING.format(what=label, sandbox=sandbox))
+        return self._rules({"type": "drop_response"}, routes, sandbox)
+
+    def fail_next(self, status: int, routes: Iterable[Route], sandbox: str) -> set[str]:
+        """The next request of each route is answered ``status`` without effect."""
+        self.step(text.STEP_FAILING.format(status=status, routes=_routes_text(routes)))
+        return self._rules({"type": "error", "status": status}, routes, sandbox)
+
+    def _rules(self, action: dict[str, Any], routes: Iterable[Route], sandbox: str) -> set[str]:
+        added = self.faults.add_all(
+            [
+                {"match": {"route": f"{m} {t}", "sandbox": sandbox}, "action": action, "times": 1}
+                for m, t in sorted(routes)
+            ]
+        )
+        return {rule["id"] for rule in added}
+
+    def remove_rules(self, rule_ids: Iterable[str]) -> None:
+        for rule_id in rule_ids:
+            self.faults.remove(rule_id)
+
+    def fired(self, rule_ids: set[str], sandbox: str) -> Entry | None:
+        """The first request of ``sandbox`` that one of the rules acted on."""
+        for entry in self.kit.journal().requests(sandbox=sandbox):
+            if rule_ids & set(entry.rules):
+                return entry
+        return None
+
+    def stick(self, sandbox: str) -> None:
+        self.faults.stick(sandbox)
+        self._stuck.add(sandbox)
+        self.step(text.STEP_STICK.format(sandbox=sandbox))
+
+    def unstick(self, sandbox: str) -> None:
+        self.faults.unstick(sandbox)
+        self._stuck.discard(sandbox)
+        self.step(text.STEP_LET_GO.format(what=text.HELD_TRANSITION, sandbox=sandbox))
+
+    # -- host calls -------------------------------------------------------------------------
+
+    def spawn(
+        self, call: str, coroutine: Coroutine[Any, Any, T], *, quiet: bool = False
+    ) -> asyncio.Task[T]:
+        """Start a host call; how it ends is recorded as a step when it ends (a ``quiet``
+        call's success is not)."""
+        task = asyncio.ensure_future(coroutine)
+        self._tasks[task] = call
+        task.add_done_callback(lambda done: self._ended(done, quiet))
+        return task
+
+    def _ended(self, task: asyncio.Future[Any], quiet: bool) -> None:
+        call = self._tasks[task]
+        if task in self._hung:
+            self.step(text.HUNG.format(call=call, timeout=self.kit.timeout_s))
+        elif task.cancelled():
+            self.step(text.STEP_CANCELLED.format(call=call))
+        elif (error := task.exception()) is not None:
+            self.step(text.RAISED.format(call=call, error=_error_text(error)))
+        elif not quiet:
+            self.step(text.STEP_RETURNED.format(call=call))
+
+    async def finish(self, task: asyncio.Future[Any]) -> _Call:
+        """Wait for a host call, bounded by the kit's timeout (a hung call is a problem)."""
+        done, _ = await asyncio.wait({task}, timeout=self.kit.timeout_s)
+        if not done:
+            self._hung.add(task)
+            task.cancel()
+            await asyncio.wait({task})
+            call = self._tasks[task]
+            self.problem(None, text.HUNG.format(call=call, timeout=self.kit.timeout_s))
+            return _Call(hung=True)
+        if task.cancelled():
+            return _Call(error=asyncio.CancelledError())
+        error = task.exception()
+        return _Call(error=error) if error is not None else _Call(value=task.result())
+
+    async def call(self, call: str, coroutine: Coroutine[Any, Any, Any]) -> _Call:
+        return await self.finish(self.spawn(call, coroutine))
+
+    async def settle(
+        self, *tasks: asyncio.Future[Any], gate: GateHandle | None = None, count: int = 1
+    ) -> bool:
+        """Wait until ``count`` requests are held at ``gate``, a task ends, or the host has
+        been quiet (nothing sent but reads) for the settle time; returns whether the gate
+        holds them. A host that keeps sending requests is still showing its hand, however
+        slowly a loaded machine lets it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.kit.timeout_s
+        changes = self.kit.changes_since(self.start)
+        quiet_from = loop.time()
+        while gate is None or gate.held < count:
+            if any(task.done() for task in tasks):
+                return False
+            now = loop.time()
+            latest = self.kit.changes_since(self.start)
+            if latest != changes:
+                changes, quiet_from = latest, now
+            elif now - quiet_from >= self.kit.settle_s or now >= deadline:
+                self.step(text.STEP_SETTLED.format(settle=self.kit.settle_s))
+                return False
+            await _pause(tasks)
+        return True
+
+    async def hold(self, gate: GateHandle, task: asyncio.Future[Any]) -> bool:
+        """Wait (up to the kit's timeout) until ``gate`` holds a request of ``task``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.kit.timeout_s
+        ended: float | None = None
+        while gate.held == 0:
+            now = loop.time()
+            if task.done():
+                # A request sent just before the call ended may still be on its way to the
+                # gate: give it the settle time before concluding.
+                ended = now if ended is None else ended
+                if now - ended >= self.kit.settle_s:
+                    return False
+            if now >= deadline:
+                return False
+            await _pause([task])
+        return True
+
+    async def no_cleanup(self, task: asyncio.Future[Any], sandbox: str) -> None:
+        """Report that ``task`` (a release or destroy) never sent a pause or delete."""
+        result = await self.finish(task)
+        call = self._tasks[task]
+        what = text.NO_CLEANUP_SENT.format(sandbox=sandbox, call=call, error=result.raised_suffix())
+        self.problem(sandbox, what)
+
+    async def acquire(self, coroutine: Coroutine[Any, Any, T]) -> tuple[T, str] | None:
+        """Run an acquire; returns the lease and the sandbox it created."""
+        mark = self.kit.mark()
+        result = await self.finish(self.spawn("acquire()", coroutine, quiet=True))
+        if result.failed:
+            self.problem(None, text.ACQUIRE_FAILED.format(error=result.failure("acquire()")))
+            return None
+        created = self.kit.created_since(mark)
+        if not created:
+            self.problem(None, text.NOTHING_CREATED)
+            return None
+        self.step(text.STEP_CREATED.format(call="acquire()", sandbox=created[-1]))
+        return result.value, created[-1]
+
+    async def judge_resume(
+        self, host: Host[Any], resume: asyncio.Future[Any], original: str
+    ) -> None:
+        """Take what ``resume()`` handed back and run a command on it at once, as its caller
+        would; records the :class:`LeaseOutcome`. Host calls still running at that moment must
+        not send work of their own, or the kit cannot tell where the command ran."""
+        result = await self.finish(resume)
+        if result.failed:
+            self.outcomes.append(LeaseOutcome(original, None, result.failure("resume()")))
+            return
+        mark = self.kit.mark()
+        call = text.CALL_PROBE.format(command=self.kit.probe_command)
+        ran = await self.finish(
+            self.spawn(call, host.run(result.value, self.kit.probe_command), quiet=True)
+        )
+        targets = self.kit.work_since(mark)
+        final = targets[-1] if targets else None
+        if final is not None:
+            self.step(text.STEP_PROBE.format(call=call, sandbox=final))
+        problem = ran.failure("run() on it") if ran.failed else None
+        self.outcomes.append(LeaseOutcome(original, final, problem))
+
+    # -- the end ------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Let everything through, end every host task, remove the scenario's rules."""
+        for gate in self._gates:
+            gate.open()
+        for sandbox in list(self._stuck):
+            self.faults.unstick(sandbox)
+        self._stuck.clear()
+        for task in self._tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.remove_rules(r["id"] for r in self.faults.rules if r["id"] not in self._baseline_rules)
+
+    def verdict(self) -> ScenarioReport:
+        keep = self.keep | {o.final for o in self.outcomes if o.final is not None}
+        self.report.violations = [
+            *self.problems,
+            *check_all(
+                self.kit.journal(),
+                outcomes=self.outcomes,
+                keep=keep,
+                unconfirmed=self.unconfirmed,
+                max_attempts_per_second=self.kit.max_attempts_per_second,
+            ),
+        ]
+        return self.report
+
+
+# -- host scenarios -------------------------------------------------------------------------
+
+
+async def _resume_while_release_in_flight(kit: ConformanceKit, run: _Run, host: Host[Any]) -> None:
+    acquired = await run.acquire(host.acquire())
+    if acquired is None:
+        return
+    lease, sandbox = acquired
+    cleanup = run.gate(text.HELD_CLEANUP, sandbox, CLEANUP)
+    watch = run.gate(text.HELD_WORK, sandbox, WORK | {RESUME})
+    release = run.spawn(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
+    if not await run.hold(cleanup, release):
+        await run.no_cleanup(release, sandbox)
+        return
+    resume = run.spawn(text.CALL.format(hook="resume", sandbox=sandbox), host.resume(lease))
+    if await run.settle(resume, gate=watch):
+        run.step(text.STEP_RACED)
+        # The cleanup stays held: whatever the host does next still races it.
+        run.let_go(watch, text.HELD_WORK, sandbox)
+        await run.settle(resume)
+    else:
+        watch.open()  # nothing came: the host's later requests need not be held
+    judged = resume.done()
+    if judged:
+        await run.judge_resume(host, resume, sandbox)  # at once, while the release is held
+    run.let_go(cleanup, text.HELD_CLEANUP, sandbox)
+    await run.finish(release)
+    if not judged:
+        await run.judge_resume(host, resume, sandbox)
+
+
+async def _resume_after_failed_release(kit: ConformanceKit, run: _Run, host: Host[Any]) -> None:
+    acquired = await run.acquire(host.acquire())
+    if acquired is None:
+        return
+    lease, sandbox = acquired
+    # The pause or delete takes effect but its answer is lost, and the transition it started
+    # stays in flight: the sandbox is going away while the host only knows the call failed.
+    lost = run.lose_answers(text.HELD_CLEANUP, CLEANUP, sandbox)
+    run.stick(sandbox)
+    release = run.spawn(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
+    await run.settle(release)
+    if run.fired(lost, sandbox) is None and release.done():
+        await run.no_cleanup(release, sandbox)
+        return
+    run.remove_rules(lost)
+    resume = run.spawn(text.CALL.format(hook="resume", sandbox=sandbox), host.resume(lease))
+    await run.settle(resume)
+    judged = resume.done()
+    if judged:
+        await run.judge_resume(host, resume, sandbox)  # at once, while the cleanup is in flight
+    run.unstick(sandbox)
+    await run.finish(release)
+    if not judged:
+        await run.judge_resume(host, resume, sandbox)
+
+
+async def _resume_unconfirmed_lease(kit: ConformanceKit, run: _Run, host: Host[Any]) -> None:
+    acquired = await run.acquire(host.acquire())
+    if acquired is None:
+        return
+    lease, sandbox = acquired
+    # The command starts, but its answer is lost: nobody knows its process id, so nobody can
+    # confirm it was cleaned up.
+    lost_rules = run.lose_answers(text.LOST_START, {START_PROCESS, EXEC}, sandbox)
+    call = text.CALL_RUN.format(hook="run", sandbox=sandbox, command=kit.probe_command)
+    await run.call(call, host.run(lease, kit.probe_command))
+    lost = run.fired(lost_rules, sandbox)
+    run.remove_rules(lost_rules)
+    if lost is None:
+        run.problem(sandbox, text.NO_COMMAND_SENT.format(sandbox=sandbox, error=""))
+        return
+    run.unconfirmed[sandbox] = lost.seq
+    await run.call(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
+    resume = run.spawn(text.CALL.format(hook="resume", sandbox=sandbox), host.resume(lease))
+    await run.judge_resume(host, resume, sandbox)
+
+
+async def _concurrent_resumes(kit: ConformanceKit, run: _Run, host: Host[Any]) -> None:
+    acquired = await run.acquire(host.acquire())
+    if acquired is None:
+        return
+    lease, sandbox = acquired
+    await run.call(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
+    await kit.wait_still(sandbox)  # this scenario is about the resumes, not the release
+    watch = run.gate(text.HELD_RESUME, sandbox, {RESUME})
+    resume = text.CALL.format(hook="resume", sandbox=sandbox)
+    first = run.spawn(f"{resume} #1", host.resume(lease))
+    second = run.spawn(f"{resume} #2", host.resume(lease))
+    if await run.settle(first, second, gate=watch, count=2):
+        run.step(text.STEP_TWO_RESUMES)
+    run.let_go(watch, text.HELD_RESUME, sandbox)
+    # Both must be over before either lease is used: a resume still replacing its lease would
+    # send work of its own while the kit looks for where its command ran.
+    await run.finish(first)
+    await run.finish(second)
+    await run.judge_resume(host, first, sandbox)
+    await run.judge_resume(host, second, sandbox)
+
+
+async def _shutdown_during_run(kit: ConformanceKit, run: _Run, host: Host[Any]) -> None:
+    shutdown: Callable[[], Coroutine[Any, Any, None]] | None = getattr(host, "shutdown", None)
+    if not callable(shutdown):
+        run.skip(text.NO_SHUTDOWN)
+        return
+    acquired = await run.acquire(host.acquire())
+    if acquired is None:
+        return
+    lease, sandbox = acquired
+    run.keep.add(sandbox)  # a host may keep its lease across a restart; its commands it may not
+    # A managed process is held once it has started; a buffered exec before it starts.
+    started = run.gate(text.HELD_COMMAND, sandbox, {EXEC}, after={START_PROCESS}, times=1)
+    call = text.CALL_RUN.format(hook="run", sandbox=sandbox, command=LONG_COMMAND)
+    command = run.spawn(call, host.run(lease, LONG_COMMAND))
+    if not await run.hold(started, command):
+        result = await run.finish(command)
+        what = text.NO_COMMAND_SENT.format(sandbox=sandbox, error=result.raised_suffix())
+        run.problem(sandbox, what)
+        return
+    stopping = run.spawn("shutdown()", shutdown())
+    await run.settle(stopping)
+    run.let_go(started, text.HELD_COMMAND, sandbox)
+    await run.finish(stopping)
+    await run.finish(command)
+
+
+# -- provider scenarios -----------------------------------------------------------------------
+
+
+def _lease_args(params: Mapping[str, Any], lease: Any) -> dict[str, Any]:
+    return {
+        **params,
+        "provider_lease_id": lease.provider_lease_id,
+        "lease_metadata": lease.metadata,
+    }
+
+
+async def _expect_refusal(
+    run: _Run, provider: LeaseProviderLike, args: Mapping[str, Any], sandbox: str, when: str
+) -> asyncio.Future[Any]:
+    """``resume()`` now must fail at once with the cleanup-pending refusal, sending nothing.
+
+    Returns the resume's task: one that waits instead of refusing may wait for the very cleanup
+    the kit holds, so the caller finishes it once it has let that cleanup go."""
+    watch = run.gate(text.HELD_WORK, sandbox, WORK | {RESUME, PAUSE})
+    call = text.CALL_WHEN.format(hook="resume", sandbox=sandbox, when=when)
+    resume = run.spawn(call, provider.resume(**args))
+    sent = await run.settle(resume, gate=watch)
+    run.let_go(watch, text.HELD_WORK, sandbox)
+    what = None
+    if sent:
+        what = text.PROVIDER_SENT_WHAT.format(sandbox=sandbox, when=when)
+    elif not resume.done():
+        what = text.PROVIDER_WAITED_WHAT.format(sandbox=sandbox, when=when, settle=run.kit.settle_s)
+    else:
+        result = await run.finish(resume)
+        if result.error is None or not is_cleanup_pending(result.error):
+            answer = (
+                text.ANSWER_RETURNED
+                if result.error is None
+                else text.ANSWER_RAISED.format(error=_error_text(result.error))
+            )
+            what = text.PROVIDER_WRONG_ANSWER_WHAT.format(sandbox=sandbox, when=when, answer=answer)
+    if what is not None:
+        run.violation(text.PROVIDER_REFUSES_RESUME, sandbox, what, text.PROVIDER_REFUSAL_FIX)
+    return resume
+
+
+async def _expect_no_refusal(
+    run: _Run, provider: LeaseProviderLike, args: Mapping[str, Any], sandbox: str, after: str
+) -> None:
+    """Once the cleanup is over, ``resume()`` is answered (resumed or expired), not refused."""
+    call = text.CALL_WHEN.format(hook="resume", sandbox=sandbox, when=after)
+    result = await run.call(call, provider.resume(**args))
+    if result.error is not None and is_cleanup_pending(result.error):
+        what = text.PROVIDER_STILL_REFUSING_WHAT.format(
+            sandbox=sandbox, message=str(result.error), after=after
+        )
+        run.violation(text.PROVIDER_REFUSAL_LIFTED, sandbox, what, text.PROVIDER_LIFTED_FIX)
+
+
+async def _provider_lease(
+    run: _Run, provider: LeaseProviderLike, params: Mapping[str, Any]
+) -> tuple[Any, str, dict[str, Any]] | None:
+    acquired = await run.acquire(provider.acquire(**params))
+    if acquired is None:
+        return None
+    lease, sandbox = acquired
+    run.keep.add(sandbox)  # the provider scenarios judge refusals, not what is left over
+    return lease, sandbox, _lease_args(params, lease)
+
+
+async def _provider_resume_while_cleanup(
+    run: _Run, provider: LeaseProviderLike, params: Mapping[str, Any], hook: str
+) -> None:
+    acquired = await _provider_lease(run, provider, params)
+    if acquired is None:
+        return
+    _, sandbox, args = acquired
+    cleanup = run.gate(text.HELD_CLEANUP, sandbox, CLEANUP)
+    hook_call = provider.release if hook == "release" else provider.destroy
+    cleaning = run.spawn(text.CALL.format(hook=hook, sandbox=sandbox), hook_call(**args))
+    if not await run.hold(cleanup, cleaning):
+        await run.no_cleanup(cleaning, sandbox)
+        return
+    when = text.WHEN_IN_FLIGHT.format(hook=hook)
+    resume = await _expect_refusal(run, provider, args, sandbox, when)
+    run.let_go(cleanup, text.HELD_CLEANUP, sandbox)
+    await run.finish(cleaning)
+    await run.finish(resume)
+    await _expect_no_refusal(run, provider, args, sandbox, text.AFTER_CLEANUP.format(hook=hook))
+
+
+async def _provider_resume_while_release(
+    kit: ConformanceKit, run: _Run, provider: LeaseProviderLike, params: Mapping[str, Any]
+) -> None:
+    await _provider_resume_while_cleanup(run, provider, params, "release")
+
+
+async def _provider_resume_while_destroy(
+    kit: ConformanceKit, run: _Run, provider: LeaseProviderLike, params: Mapping[str, Any]
+) -> None:
+    await _provider_resume_while_cleanup(run, provider, params, "destroy")
+
+
+async def _provider_resume_after_lost_start(
+    kit: ConformanceKit, run: _Run, provider: LeaseProviderLike, params: Mapping[str, Any]
+) -> None:
+    acquired = await _provider_lease(run, provider, params)
+    if acquired is None:
+        return
+    lease, sandbox, args = acquired
+    lost_rules = run.lose_answers(text.LOST_START, {START_PROCESS, EXEC}, sandbox)
+    program, *words = shlex.split(kit.probe_command)
+    await run.call(
+        text.CALL_RUN.format(hook="execute", sandbox=sandbox, command=kit.probe_command),
+        provider.execute(**params, lease=lease, command=program, args=words),
+    )
+    lost = run.fired(lost_rules, sandbox)
+    run.remove_rules(lost_rules)
+    if lost is None:
+        run.problem(sandbox, text.NO_COMMAND_SENT.format(sandbox=sandbox, error=""))
+        return
+    await run.finish(await _expect_refusal(run, provider, args, sandbox, text.WHEN_START_LOST))
+    await run.call(text.CALL.format(hook="destroy", sandbox=sandbox), provider.destroy(**args))
+    await _expect_no_refusal(run, provider, args, sandbox, text.AFTER_DESTROY)
+
+
+async def _provider_resume_after_failed_delete(
+    kit: ConformanceKit, run: _Run, provider: LeaseProviderLike, params: Mapping[str, Any]
+) -> None:
+    acquired = await _provider_lease(run, provider, params)
+    if acquired is None:
+        return
+    _, sandbox, args = acquired
+    failing = run.fail_next(500, {DELETE}, sandbox)
+    destroying = run.spawn(
+        text.CALL.format(hook="destroy", sandbox=sandbox), provider.destroy(**args)
+    )
+    await run.finish(destroying)
+    fired = run.fired(failing, sandbox)
+    run.remove_rules(failing)
+    if fired is None:
+        await run.no_cleanup(destroying, sandbox)
+        return
+    await run.finish(await _expect_refusal(run, provider, args, sandbox, text.WHEN_DELETE_FAILED))
+    await run.call(text.CALL.format(hook="destroy", sandbox=sandbox), provider.destroy(**args))
+    await _expect_no_refusal(run, provider, args, sandbox, text.AFTER_DESTROY)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A race the kit builds: its name (the test id) and what it expects of the code.
+
+    Example:
+        >>> SCENARIOS[0].name
+        'resume-while-release-in-flight'
+    """
+
+    name: str
+    summary: str
+    play: Callable[..., Awaitable[None]] = field(repr=False, compare=False)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "resume-while-release-in-flight",
+        "resume() while the host's own release is held mid-flight: no resume or work may reach "
+        "the sandbox until the release finished; then the lease is resumed or replaced",
+        _resume_while_release_in_flight,
+    ),
+    Scenario(
+        "resume-after-failed-release",
+        "the release's pause/delete takes effect but its answer is lost; resume() right after "
+        "must wait for that cleanup or destroy the lease and acquire a fresh one",
+        _resume_after_failed_release,
+    ),
+    Scenario(
+        "resume-unconfirmed-lease",
+        "a command's process start is lost (cleanup unconfirmed), then release and resume: the "
+        "lease must be destroyed and replaced, never paused, resumed or used again",
+        _resume_unconfirmed_lease,
+    ),
+    Scenario(
+        "concurrent-resumes",
+        "two resume() calls for one released lease at once: one resume at a time, both end "
+        "with a usable lease, no hot loop on the 409s",
+        _concurrent_resumes,
+    ),
+    Scenario(
+        "shutdown-during-run",
+        "shutdown() while a command runs: the command's process must not be left running "
+        "(hosts without shutdown() skip it)",
+        _shutdown_during_run,
+    ),
+)
+
+PROVIDER_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "resume-while-release-in-flight",
+        "resume() while the provider's own release is in flight is refused at once",
+        _provider_resume_while_release,
+    ),
+    Scenario(
+        "resume-while-destroy-in-flight",
+        "resume() while the provider's own destroy is in flight is refused at once",
+        _provider_resume_while_destroy,
+    ),
+    Scenario(
+        "resume-after-lost-process-start",
+        "after execute() lost a process start, resume() is refused until a destroy succeeds",
+        _provider_resume_after_lost_start,
+    ),
+    Scenario(
+        "resume-after-failed-delete",
+        "after a failed delete, resume() is refused until a destroy succeeds",
+        _provider_resume_after_failed_delete,
+    ),
+)
+
+
+def find_scenario(scenarios: Sequence[Scenario], name: str | Scenario) -> Scenario:
+    """The scenario called ``name`` (``ValueError`` listing the names otherwise).
+
+    Example:
+        >>> find_scenario(SCENARIOS, "concurrent-resumes").name
+        'concurrent-resumes'
+    """
+    wanted = name.name if isinstance(name, Scenario) else name
+    for scenario in scenarios:
+        if scenario.name == wanted:
+            return scenario
+    names = ", ".join(s.name for s in scenarios)
+    raise ValueError(text.UNKNOWN_SCENARIO.format(name=wanted, names=names))
+
+
+async def play(kit: ConformanceKit, scenario: Scenario, *subject: Any) -> ScenarioReport:
+    """Play ``scenario`` against ``subject`` (a host, or a provider and its parameters), judge
+    the journal, and destroy what it left alive (after the verdict)."""
+    run = _Run(kit, scenario.name)
+    try:
+        await scenario.play(kit, run, *subject)
+    finally:
+        await run.close()
+    report = run.verdict()
+    kit.destroy_created_since(run.start)
+    return report

@@ -1,0 +1,467 @@
+"""The conformance kit: does your host or provider let cleanup finish before resume?
+
+A downstream *host* (the scheduler code that calls a lease provider) adapts itself to the small
+:class:`Host` protocol; the kit then builds each race with gates on the fake -- never with
+sleeps -- lets the host act, and judges what reached the fake by its journal:
+
+- ``resume-while-release-in-flight``: resume while the host's own release is held mid-flight;
+- ``resume-after-failed-release``: the release's answer is lost while its effect happened;
+- ``resume-unconfirmed-lease``: a command's process start is lost, then release and resume;
+- ``concurrent-resumes``: two resumes of one released lease at once;
+- ``shutdown-during-run``: ``shutdown()`` while a command runs (hosts that have one).
+
+The journal checks (:func:`check_all` and one function per check) work on their own too, and
+:class:`HostConformance` / :class:`ProviderConformance` turn everything into tests by
+subclassing.
+
+Example::
+
+    from pytest_createos.kit import HostConformance
+
+    class TestMyHost(HostConformance):
+        @pytest.fixture
+        def host(self, createos_server):
+            return MyHostAdapter(url=createos_server.url, api_key=createos_server.api_key)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any, Protocol, TypeVar
+
+import pytest
+
+from fake_server.journal import Entry, Journal
+from pytest_createos import _kit_messages as text
+from pytest_createos._checks import (
+    CHECKS,
+    DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+    WORK,
+    LeaseOutcome,
+    Violation,
+    check_all,
+    check_backoff,
+    check_no_leaks,
+    check_no_orphan_processes,
+    check_no_resume_during_cleanup,
+    check_no_work_on_closing,
+    check_resumed_or_replaced,
+    check_resumes_serialised,
+    check_unconfirmed_destroyed,
+)
+from pytest_createos._scenarios import (
+    PROVIDER_SCENARIOS,
+    SCENARIOS,
+    ConformanceError,
+    Scenario,
+    ScenarioReport,
+    find_scenario,
+    play,
+    violations_text,
+)
+from pytest_createos.host import LeaseHost, LeaseProviderLike
+from pytest_createos.provider import ExecuteResult, Lease
+from pytest_createos.server import CreateosServer
+
+__all__ = [
+    "CHECKS",
+    "PROVIDER_SCENARIOS",
+    "SCENARIOS",
+    "ConformanceError",
+    "ConformanceKit",
+    "Host",
+    "HostConformance",
+    "LeaseHostAdapter",
+    "LeaseOutcome",
+    "ProviderConformance",
+    "Scenario",
+    "ScenarioReport",
+    "ShutdownHost",
+    "Violation",
+    "check_all",
+    "check_backoff",
+    "check_no_leaks",
+    "check_no_orphan_processes",
+    "check_no_resume_during_cleanup",
+    "check_no_work_on_closing",
+    "check_resumed_or_replaced",
+    "check_resumes_serialised",
+    "check_unconfirmed_destroyed",
+]
+
+LeaseT = TypeVar("LeaseT")
+
+#: How long the kit gives a host to show its hand (send a request, or return) before it
+#: concludes that the host is waiting. A host that behaves never depends on it.
+DEFAULT_SETTLE_S = 0.2
+#: How long any one host call may take once the kit has let everything through.
+DEFAULT_TIMEOUT_S = 10.0
+#: What the kit runs on a lease to learn which sandbox it points at.
+PROBE_COMMAND = "echo createos-kit"
+#: Statuses in the middle of a transition (the kit waits them out where a scenario needs to).
+_MOVING = frozenset({"creating", "pausing", "resuming", "destroying", "forking"})
+_POLL_S = 0.005
+_ENTRY_FIELDS = frozenset(field.name for field in fields(Entry))
+
+
+class Host(Protocol[LeaseT]):
+    """What the kit drives: your host, adapted in a few lines.
+
+    ``resume`` returns the lease to use from then on: the same one resumed, or a fresh one
+    when the old one could not be kept. ``run`` runs a shell command line on the lease (its
+    result is not inspected). A lease can be anything your host uses.
+
+    Example::
+
+        class MySchedulerHost:
+            def __init__(self, scheduler):
+                self.scheduler = scheduler
+            async def acquire(self):
+                return await self.scheduler.lease()
+            async def release(self, lease):
+                await self.scheduler.give_back(lease)
+            async def resume(self, lease):
+                return await self.scheduler.take_back(lease)
+            async def run(self, lease, command):
+                return await self.scheduler.execute(lease, command)
+    """
+
+    async def acquire(self) -> LeaseT:
+        """A fresh lease."""
+
+    async def release(self, lease: LeaseT) -> None:
+        """Give the lease back (pause it for reuse, or delete it)."""
+
+    async def resume(self, lease: LeaseT) -> LeaseT:
+        """The lease to use from now on: ``lease`` resumed, or a fresh one replacing it."""
+
+    async def run(self, lease: LeaseT, command: str) -> object:
+        """Run a shell command line (e.g. ``"echo hi"``) on the lease."""
+
+
+class ShutdownHost(Host[LeaseT], Protocol[LeaseT]):
+    """A :class:`Host` that can be shut down; only such hosts get ``shutdown-during-run``.
+
+    Example::
+
+        class MyStoppableHost(MySchedulerHost):
+            async def shutdown(self):
+                await self.scheduler.stop()
+    """
+
+    async def shutdown(self) -> None:
+        """Stop: no command of the host may be left running afterwards."""
+
+
+class LeaseHostAdapter:
+    """The reference :class:`~pytest_createos.host.LeaseHost` as a :class:`Host`.
+
+    Example::
+
+        @pytest.fixture
+        def host(createos_provider, createos_lease_params):
+            return LeaseHostAdapter(LeaseHost(createos_provider, **createos_lease_params))
+    """
+
+    def __init__(self, host: LeaseHost) -> None:
+        self.host = host
+
+    async def acquire(self) -> Lease:
+        return await self.host.acquire()
+
+    async def release(self, lease: Lease) -> None:
+        await self.host.release(lease)
+
+    async def resume(self, lease: Lease) -> Lease:
+        return await self.host.resume(lease)
+
+    async def run(self, lease: Lease, command: str) -> ExecuteResult:
+        program, *args = shlex.split(command)
+        return await self.host.execute(lease, program, args=args)
+
+    async def shutdown(self) -> None:
+        await self.host.shutdown()
+
+
+# -- the kit ------------------------------------------------------------------------------------
+
+
+class ConformanceKit:
+    """The scenarios and checks, bound to one test's fake (what ``createos_kit`` gives you).
+
+    ``settle_s`` is how long the kit waits for a host to show its hand before concluding that
+    it is waiting (a host that behaves never depends on it); ``timeout_s`` bounds every host
+    call once the kit has let everything through; ``max_attempts_per_second`` is the backoff
+    check's limit; ``probe_command`` is what the kit runs on a lease to see where it points.
+
+    Example::
+
+        async def test_my_host_waits_for_its_release(createos_kit, my_host):
+            report = await createos_kit.run("resume-while-release-in-flight", my_host)
+            report.assert_ok()
+
+        async def test_my_own_race(createos_kit, my_host):
+            ...  # drive my_host through a race of your own
+            createos_kit.assert_ok(keep=[sandbox_still_in_use])
+    """
+
+    def __init__(
+        self,
+        server: CreateosServer,
+        *,
+        settle_s: float = DEFAULT_SETTLE_S,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_attempts_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+        probe_command: str = PROBE_COMMAND,
+    ) -> None:
+        self.server = server
+        self.settle_s = settle_s
+        self.timeout_s = timeout_s
+        self.max_attempts_per_second = max_attempts_per_second
+        self.probe_command = probe_command
+        self._entries: list[Entry] = []
+        self._seen = 0
+
+    # -- scenarios ------------------------------------------------------------------------------
+
+    async def run(self, scenario: str | Scenario, host: Host[Any]) -> ScenarioReport:
+        """Play one of :data:`SCENARIOS` against ``host`` and judge it.
+
+        Sandboxes the scenario leaves alive are destroyed afterwards (after the verdict), so
+        the plugin's leak check does not report them a second time.
+
+        Example::
+
+            report = await createos_kit.run("resume-after-failed-release", host)
+            assert report.ok, report.format()
+        """
+        return await play(self, find_scenario(SCENARIOS, scenario), host)
+
+    async def run_provider(
+        self,
+        scenario: str | Scenario,
+        provider: LeaseProviderLike,
+        params: Mapping[str, Any],
+    ) -> ScenarioReport:
+        """Play one of :data:`PROVIDER_SCENARIOS` against a provider with ``params``
+        (``company_id``, ``environment_id``, ``config``, as ``createos_lease_params``).
+
+        Example::
+
+            report = await createos_kit.run_provider(
+                "resume-while-release-in-flight", my_provider, createos_lease_params)
+            report.assert_ok()
+        """
+        return await play(self, find_scenario(PROVIDER_SCENARIOS, scenario), provider, params)
+
+    # -- checks over this test's journal --------------------------------------------------------
+
+    def journal(self) -> Journal:
+        """This test's journal as it is now.
+
+        Example::
+
+            assert createos_kit.journal().requests(route="POST /v1/sandboxes/{id}/resume")
+        """
+        self._refresh()
+        journal = Journal(capacity=max(1, len(self._entries)))
+        for entry in self._entries:
+            journal.record(entry)
+        return journal
+
+    def _refresh(self) -> None:
+        # Only what is new since the last look crosses the channel: the fake's journal is
+        # shared by every test of the session, and reading all of it costs ~0.3 s when full.
+        for data in self.server.channel.journal(since=self._seen):
+            self._seen = max(self._seen, int(data["seq"]))
+            if data.get("tenant") == self.server.tenant_id:
+                self._entries.append(Entry(**{k: v for k, v in data.items() if k in _ENTRY_FIELDS}))
+
+    def check(
+        self,
+        *,
+        outcomes: Sequence[LeaseOutcome] = (),
+        keep: Iterable[str] | None = None,
+        unconfirmed: Mapping[str, int] | None = None,
+    ) -> list[Violation]:
+        """:func:`check_all` over this test's journal as it is now.
+
+        Example::
+
+            assert createos_kit.check(keep=[lease_sandbox]) == []
+        """
+        return check_all(
+            self.journal(),
+            outcomes=outcomes,
+            keep=keep,
+            unconfirmed=unconfirmed,
+            max_attempts_per_second=self.max_attempts_per_second,
+        )
+
+    def assert_ok(
+        self,
+        *,
+        outcomes: Sequence[LeaseOutcome] = (),
+        keep: Iterable[str] | None = None,
+        unconfirmed: Mapping[str, int] | None = None,
+    ) -> None:
+        """Raise :class:`ConformanceError` if :meth:`check` finds anything.
+
+        Example::
+
+            createos_kit.assert_ok(keep=[lease_sandbox])
+        """
+        found = self.check(outcomes=outcomes, keep=keep, unconfirmed=unconfirmed)
+        if found:
+            raise ConformanceError(
+                violations_text(text.CHECK_HEADER.format(count=len(found)), found), found
+            )
+
+    # -- journal helpers ---------------------------------------------------------------------
+
+    def mark(self) -> int:
+        """The journal's newest ticket now; entries recorded later have a larger ``seq``.
+
+        Example::
+
+            mark = createos_kit.mark()
+            lease = await host.acquire()
+            [sandbox] = createos_kit.created_since(mark)
+        """
+        self._refresh()
+        return self._seen
+
+    def _since(self, mark: int) -> list[Entry]:
+        self._refresh()
+        return [entry for entry in self._entries if entry.seq > mark]
+
+    def created_since(self, mark: int) -> list[str]:
+        """Sandboxes created after ``mark``, oldest first (see :meth:`mark`)."""
+        return [
+            entry.sandbox
+            for entry in self._since(mark)
+            if entry.kind == "transition" and entry.before is None and entry.sandbox is not None
+        ]
+
+    def work_since(self, mark: int) -> list[str]:
+        """Sandboxes that received work (exec, files, processes) after ``mark``, in order.
+
+        Example::
+
+            mark = createos_kit.mark()
+            await host.run(lease, "true")
+            assert createos_kit.work_since(mark) == [sandbox]
+        """
+        return [
+            entry.sandbox
+            for entry in self._since(mark)
+            if entry.kind == "request"
+            and entry.sandbox is not None
+            and (entry.method, entry.route) in WORK
+        ]
+
+    def changes_since(self, mark: int) -> int:
+        """How many requests other than reads (``GET``) were answered after ``mark``: while
+        this grows, the host is still acting."""
+        return sum(1 for e in self._since(mark) if e.kind == "request" and e.method != "GET")
+
+    async def wait_still(self, sandbox: str) -> None:
+        """Wait (up to ``timeout_s``) until ``sandbox`` is not in the middle of a transition.
+
+        Example::
+
+            await host.release(lease)
+            await createos_kit.wait_still(sandbox)   # paused (or destroyed) by now
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        # The fake's state lives on another loop (or server): there is no event to wait on.
+        while self._status(sandbox) in _MOVING and loop.time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(_POLL_S)
+
+    def _status(self, sandbox: str) -> str | None:
+        for view in self.server.state:
+            if view["id"] == sandbox:
+                return str(view["status"])
+        return None
+
+    def destroy_created_since(self, mark: int) -> None:
+        """Force every sandbox created after ``mark`` that is still alive to ``destroyed``
+        (through the control API, so the journal shows no request for it)."""
+        created = set(self.created_since(mark))
+        for view in self.server.live_sandboxes():
+            if view["id"] in created:
+                self.server.faults.set_status(view["id"], "destroyed")
+
+
+# -- test classes -------------------------------------------------------------------------------
+
+
+class HostConformance:
+    """Subclass it and provide a ``host`` fixture (a :class:`Host`); every scenario becomes a
+    test, ``test_host_scenario[<scenario>]``.
+
+    Build the host from ``createos_server`` (``.url``, ``.api_key``) or ``createos_config`` /
+    ``createos_lease_params``. The tests are asyncio tests (pytest-asyncio); an async ``host``
+    fixture needs ``@pytest_asyncio.fixture`` unless ``asyncio_mode = auto``.
+
+    Example::
+
+        import pytest_asyncio
+        from pytest_createos.kit import HostConformance
+
+        class TestMyHost(HostConformance):
+            @pytest_asyncio.fixture
+            async def host(self, createos_server):
+                async with MyHost(createos_server.url, createos_server.api_key) as host:
+                    yield host
+    """
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize("scenario", [scenario.name for scenario in SCENARIOS])
+    async def test_host_scenario(
+        self, scenario: str, host: Host[Any], createos_kit: ConformanceKit
+    ) -> None:
+        report = await createos_kit.run(scenario, host)
+        if report.skipped is not None:
+            pytest.skip(report.skipped)
+        report.assert_ok()
+
+
+class ProviderConformance:
+    """Subclass it and provide a ``provider`` fixture (with the hooks of
+    :class:`~pytest_createos.host.LeaseProviderLike`); every provider scenario becomes a test,
+    ``test_provider_scenario[<scenario>]``. Override ``provider_params`` if your provider
+    takes another configuration than ``createos_lease_params``.
+
+    Example::
+
+        import pytest_asyncio
+        from pytest_createos.kit import ProviderConformance
+
+        class TestMyProvider(ProviderConformance):
+            @pytest_asyncio.fixture
+            async def provider(self):
+                async with MyProvider() as provider:
+                    yield provider
+    """
+
+    @pytest.fixture
+    def provider_params(self, createos_lease_params: dict[str, Any]) -> Mapping[str, Any]:
+        """``company_id``, ``environment_id`` and ``config`` for every provider call."""
+        return createos_lease_params
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize("scenario", [scenario.name for scenario in PROVIDER_SCENARIOS])
+    async def test_provider_scenario(
+        self,
+        scenario: str,
+        provider: LeaseProviderLike,
+        provider_params: Mapping[str, Any],
+        createos_kit: ConformanceKit,
+    ) -> None:
+        report = await createos_kit.run_provider(scenario, provider, provider_params)
+        report.assert_ok()

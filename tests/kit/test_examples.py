@@ -1,0 +1,22 @@
+"""examples/ passes the way its own downstream project runs it -- its own pytest configuration
+(pytest-asyncio strict mode, strict xfail, warnings as errors) -- so the suite covers it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_createos.kit import SCENARIOS
+
+pytest_plugins = ["pytester"]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_examples_project_passes(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(str(EXAMPLES), "-p", "no:xdist")
+    outcomes = result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    # The naive host fails every scenario (strict xfail): the kit still catches each bug.
+    assert outcomes["xfailed"] == len(SCENARIOS)

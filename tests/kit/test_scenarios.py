@@ -1,0 +1,268 @@
+"""The kit's scenarios against real code: the reference provider and host pass, and each
+deliberately broken variant is caught by the check made for its bug."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+
+from pytest_createos import _kit_messages as text
+from pytest_createos.errors import CleanupPendingError
+from pytest_createos.host import LeaseHost
+from pytest_createos.kit import (
+    PROVIDER_SCENARIOS,
+    SCENARIOS,
+    ConformanceError,
+    ConformanceKit,
+    HostConformance,
+    LeaseHostAdapter,
+    ProviderConformance,
+)
+from pytest_createos.provider import Lease, LeaseProvider
+from pytest_createos.server import CreateosServer
+
+
+class TestReferenceProvider(ProviderConformance):
+    @pytest.fixture
+    def provider(self, createos_provider: LeaseProvider) -> LeaseProvider:
+        return createos_provider
+
+
+class TestReferenceHostDeletingOnRelease(HostConformance):
+    """examples/ runs the reference host keeping leases warm; here it deletes on release."""
+
+    @pytest.fixture
+    def host(
+        self, createos_provider: LeaseProvider, createos_lease_params: dict[str, Any]
+    ) -> LeaseHostAdapter:
+        return LeaseHostAdapter(LeaseHost(createos_provider, **createos_lease_params))
+
+
+@pytest.fixture
+def warm_params(createos_lease_params: dict[str, Any]) -> dict[str, Any]:
+    """Lease parameters that keep released leases warm (paused) instead of deleting them."""
+    config = {**createos_lease_params["config"], "reuseLease": True}
+    return {**createos_lease_params, "config": config}
+
+
+# -- providers that get the guard wrong --------------------------------------------------------
+
+
+class GuardlessProvider(LeaseProvider):
+    """Forgets the guard: resumes whatever the lease's cleanup is doing."""
+
+    def _check_cleanup(self, key: Any) -> None:
+        return None
+
+
+class StubbornProvider(LeaseProvider):
+    """Refuses every resume of a lease it ever released, even once the release finished."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released: set[str | None] = set()
+
+    async def release(self, **kwargs: Any) -> None:
+        self.released.add(kwargs["provider_lease_id"])
+        await super().release(**kwargs)
+
+    async def resume(self, **kwargs: Any) -> Lease:
+        if kwargs["provider_lease_id"] in self.released:
+            raise CleanupPendingError()
+        return await super().resume(**kwargs)
+
+
+class WaitingProvider(LeaseProvider):
+    """Makes resume wait for the release instead of refusing it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = asyncio.Lock()
+
+    async def release(self, **kwargs: Any) -> None:
+        async with self.lock:
+            await super().release(**kwargs)
+
+    async def resume(self, **kwargs: Any) -> Lease:
+        async with self.lock:
+            return await super().resume(**kwargs)
+
+
+class OptimisticProvider(LeaseProvider):
+    """Hands the lease straight back on resume, without looking at anything."""
+
+    async def resume(self, **kwargs: Any) -> Lease:
+        return Lease(kwargs["provider_lease_id"], dict(kwargs["lease_metadata"]))
+
+
+@pytest.mark.parametrize("scenario", [s.name for s in PROVIDER_SCENARIOS])
+async def test_a_provider_without_the_guard_is_caught(
+    scenario: str, createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> None:
+    async with GuardlessProvider() as provider:
+        report = await createos_kit.run_provider(scenario, provider, createos_lease_params)
+    refused = [v for v in report.violations if v.check == "provider-refuses-resume"]
+    assert len(refused) == 1, report.format()
+    assert refused[0].what.endswith(
+        "sent a resume or work request to the sandbox instead of refusing at once."
+    )
+    assert refused[0].fix == text.PROVIDER_REFUSAL_FIX
+
+
+async def test_a_provider_that_refuses_forever_is_caught(
+    createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> None:
+    async with StubbornProvider() as provider:
+        report = await createos_kit.run_provider(
+            "resume-while-release-in-flight", provider, createos_lease_params
+        )
+    assert report.failed_checks == {"provider-refusal-lifted"}, report.format()
+    assert report.violations[0].what.endswith(
+        "was still refused with 'CreateOS lease cleanup must finish before resume.' after "
+        "the release finished."
+    )
+
+
+async def test_a_provider_that_resumes_blindly_is_caught(
+    createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> None:
+    async with OptimisticProvider() as provider:
+        report = await createos_kit.run_provider(
+            "resume-after-failed-delete", provider, createos_lease_params
+        )
+    assert report.failed_checks == {"provider-refuses-resume"}, report.format()
+    assert report.violations[0].what.endswith(
+        "resume() after its delete failed returned instead of refusing with "
+        "'CreateOS lease cleanup must finish before resume.'."
+    )
+
+
+async def test_a_provider_that_waits_instead_of_refusing_is_caught(
+    createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> None:
+    async with WaitingProvider() as provider:
+        report = await createos_kit.run_provider(
+            "resume-while-release-in-flight", provider, createos_lease_params
+        )
+    assert report.failed_checks == {"provider-refuses-resume"}, report.format()
+    assert "neither refused nor returned within 0.2 s" in report.violations[0].what
+
+
+# -- hosts that get it wrong, beyond the naive host of examples/ ------------------------------
+
+
+class ForgetfulHost(LeaseHostAdapter):
+    """Replaces a lease on resume, but never destroys the old one."""
+
+    async def resume(self, lease: Lease) -> Lease:
+        return await self.host.acquire()
+
+
+class SilentReleaseHost(LeaseHostAdapter):
+    """Whose release does nothing at all."""
+
+    async def release(self, lease: Lease) -> None:
+        return None
+
+
+class HangingHost(LeaseHostAdapter):
+    """Whose resume never returns."""
+
+    async def resume(self, lease: Lease) -> Lease:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+class ImaginaryHost:
+    """Whose leases are not sandboxes at all."""
+
+    fail_acquire = False
+
+    async def acquire(self) -> str:
+        if self.fail_acquire:
+            raise RuntimeError("no capacity")
+        return "lease-1"
+
+    async def release(self, lease: str) -> None:
+        return None
+
+    async def resume(self, lease: str) -> str:
+        return lease
+
+    async def run(self, lease: str, command: str) -> None:
+        return None
+
+
+@pytest.fixture
+def reference(createos_provider: LeaseProvider, warm_params: dict[str, Any]) -> LeaseHost:
+    """The reference host keeping leases warm, for the broken hosts to build on."""
+    return LeaseHost(createos_provider, **warm_params)
+
+
+async def test_a_host_that_leaks_the_replaced_sandbox_is_caught(
+    createos_kit: ConformanceKit, reference: LeaseHost
+) -> None:
+    report = await createos_kit.run("resume-while-release-in-flight", ForgetfulHost(reference))
+    assert report.failed_checks == {"no-leaked-sandbox"}, report.format()
+    (leak,) = report.violations
+    assert leak.what.startswith(f"{leak.sandbox} was left paused")
+    assert f"acquire() created {leak.sandbox}" in report.steps
+
+
+async def test_scenario_problems_are_reported_not_raised(
+    createos_server: CreateosServer, createos_kit: ConformanceKit, reference: LeaseHost
+) -> None:
+    silent = await createos_kit.run("resume-while-release-in-flight", SilentReleaseHost(reference))
+    assert silent.failed_checks == {"scenario"}
+    assert "release(lease on sb_" in silent.violations[0].what
+    assert "sent no pause or delete for the sandbox" in silent.violations[0].what
+
+    imaginary = await createos_kit.run("concurrent-resumes", ImaginaryHost())
+    assert [v.what for v in imaginary.violations] == [text.NOTHING_CREATED]
+    failing = ImaginaryHost()
+    failing.fail_acquire = True
+    refused = await createos_kit.run("resume-unconfirmed-lease", failing)
+    assert [v.what for v in refused.violations] == [
+        "acquire() failed, so the scenario could not start: "
+        "acquire() raised RuntimeError: no capacity"
+    ]
+
+    impatient = ConformanceKit(createos_server, timeout_s=0.3)
+    hung = await impatient.run("resume-while-release-in-flight", HangingHost(reference))
+    assert "scenario" in hung.failed_checks
+    assert any("did not finish within 0.3 s" in step for step in hung.steps), hung.format()
+
+
+async def test_hosts_without_shutdown_skip_that_scenario(createos_kit: ConformanceKit) -> None:
+    report = await createos_kit.run(SCENARIOS[-1], ImaginaryHost())
+    assert (report.skipped, report.ok) == (text.NO_SHUTDOWN, True)
+
+
+async def test_unknown_scenarios_name_the_known_ones(createos_kit: ConformanceKit) -> None:
+    with pytest.raises(ValueError, match="unknown scenario 'resume-soon'; the scenarios are: "):
+        await createos_kit.run("resume-soon", ImaginaryHost())
+
+
+# -- the kit's checks over a test's own journal -------------------------------------------------
+
+
+async def test_kit_checks_the_tests_own_journal(
+    createos_server: CreateosServer, createos_kit: ConformanceKit
+) -> None:
+    headers = {"X-Api-Key": createos_server.api_key}
+    async with aiohttp.ClientSession(createos_server.url, headers=headers) as session:
+        created = await session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        sandbox = (await created.json())["data"]["id"]
+        createos_kit.assert_ok(keep=[sandbox])
+        await session.delete(f"/v1/sandboxes/{sandbox}")
+        createos_kit.assert_ok()
+        await session.post(f"/v1/sandboxes/{sandbox}/exec", json={"cmd": "true"})
+    with pytest.raises(ConformanceError) as raised:
+        createos_kit.assert_ok()
+    assert [v.check for v in raised.value.violations] == ["no-work-on-closing-sandbox"]
+    message = str(raised.value)
+    assert message.startswith("1 conformance violation(s)\n[no-work-on-closing-sandbox] sb_")
+    assert f"POST /v1/sandboxes/{sandbox}/exec -> 409 (sandbox destroy" in message
