@@ -413,21 +413,25 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
         return rules
 
     def remove(self, rule_id: str) -> bool:
-        before = len(self._rules)
+        """Remove one rule; a gate no remaining rule uses is opened and forgotten, so a later
+        gate of the same name starts closed."""
+        removed = [rule for rule in self._rules if rule.id == rule_id]
         self._rules = [rule for rule in self._rules if rule.id != rule_id]
-        return len(self._rules) != before
+        self._forget_unused_gates(removed)
+        return bool(removed)
 
     def clear(self, *, tenant: str | None = None) -> None:
         """Remove every rule (of one tenant, if given) and open every gate they used."""
-        kept = [r for r in self._rules if tenant is not None and r.match.tenant != tenant]
-        dropped = [r for r in self._rules if r not in kept]
-        self._rules = kept
-        still_used = {r.action.params["name"] for r in kept if r.action.type == "gate"}
-        for rule in dropped:
-            if rule.action.type == "gate":
-                name = rule.action.params["name"]
-                if name not in still_used and name in self.gates:
-                    self.gates.pop(name).open()
+        removed = [r for r in self._rules if tenant is None or r.match.tenant == tenant]
+        self._rules = [r for r in self._rules if r not in removed]
+        self._forget_unused_gates(removed)
+
+    def _forget_unused_gates(self, removed: list[Rule]) -> None:
+        in_use = {r.action.params["name"] for r in self._rules if r.action.type == "gate"}
+        for rule in removed:
+            name = rule.action.params.get("name") if rule.action.type == "gate" else None
+            if name is not None and name not in in_use and name in self.gates:
+                self.gates.pop(name).open()
 
     @property
     def rules(self) -> list[Rule]:

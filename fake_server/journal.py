@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -67,6 +67,11 @@ class Entry:
     process: str | None = None
     detail: str | None = None
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Entry:
+        """An entry read back from :meth:`as_json` (unknown keys are ignored)."""
+        return cls(**{key: value for key, value in data.items() if key in _ENTRY_FIELDS})
+
     def as_json(self) -> dict[str, Any]:
         body = {key: value for key, value in asdict(self).items() if value not in (None, [])}
         if isinstance(self.time, datetime):
@@ -86,6 +91,9 @@ class Entry:
         return f"#{self.seq} {self.sandbox} process {self.process}: {self.detail}"
 
 
+_ENTRY_FIELDS = frozenset(field.name for field in fields(Entry))
+
+
 class Journal:
     """A bounded, ordered record of requests and lifecycle events."""
 
@@ -95,6 +103,14 @@ class Journal:
         self._entries: deque[Entry] = deque(maxlen=capacity)
         self._tickets = itertools.count(1)
         self.dropped = 0
+
+    @classmethod
+    def of(cls, entries: Iterable[Entry]) -> Journal:
+        """A journal holding exactly ``entries`` (to query a snapshot with the same methods)."""
+        kept = list(entries)
+        journal = cls(capacity=max(1, len(kept)))
+        journal._entries.extend(kept)
+        return journal
 
     @property
     def capacity(self) -> int:

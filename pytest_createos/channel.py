@@ -63,7 +63,9 @@ class ControlChannel(Protocol):
 
     async def async_wait_gate(self, name: str, count: int, timeout: float) -> None: ...
 
-    def journal(self, since: int = 0) -> list[dict[str, Any]]: ...
+    def journal(self, since: int = 0, tenant: str | None = None) -> list[dict[str, Any]]:
+        """Entries after ``since`` (of one tenant, if given), as JSON."""
+        ...
 
     def advance(self, seconds: float) -> None: ...
 
@@ -123,9 +125,7 @@ def close_test(
     )
     for rule in channel.rules():
         if rule["id"] not in tenant.baseline_rules:
-            if rule["action"]["type"] == "gate":
-                channel.release_gate(rule["action"]["name"], None, open_gate=True)
-            channel.remove_rule(rule["id"])
+            channel.remove_rule(rule["id"])  # the fake opens and forgets its gate
     channel.drop_tenant(tenant.api_key)
     return leaked
 
@@ -197,8 +197,12 @@ class LocalChannel:
         )
         await asyncio.wrap_future(future)
 
-    def journal(self, since: int = 0) -> list[dict[str, Any]]:
-        return self._call(lambda: [e.as_json() for e in self.fake.journal.entries(since=since)])
+    def journal(self, since: int = 0, tenant: str | None = None) -> list[dict[str, Any]]:
+        def read() -> list[dict[str, Any]]:
+            entries = self.fake.journal.entries(since=since, tenant=tenant)
+            return [entry.as_json() for entry in entries]
+
+        return self._call(read)
 
     def advance(self, seconds: float) -> None:
         def step() -> None:
@@ -311,8 +315,9 @@ class HttpChannel:
     async def async_wait_gate(self, name: str, count: int, timeout: float) -> None:
         await asyncio.to_thread(self.wait_gate, name, count, timeout)
 
-    def journal(self, since: int = 0) -> list[dict[str, Any]]:
-        return list(self._request("GET", f"/_fake/journal?since={since}")["entries"])
+    def journal(self, since: int = 0, tenant: str | None = None) -> list[dict[str, Any]]:
+        query = f"?since={since}" + (f"&tenant={tenant}" if tenant else "")
+        return list(self._request("GET", "/_fake/journal" + query)["entries"])
 
     def advance(self, seconds: float) -> None:
         self._request("POST", "/_fake/clock/advance", {"seconds": seconds})

@@ -15,7 +15,6 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from fake_server.faults import RuleShortcuts
@@ -23,8 +22,6 @@ from fake_server.journal import Entry, Journal
 from pytest_createos.channel import ALIVE, ControlChannel, tenant_sandboxes
 
 __all__ = ["CreateosServer", "GateHandle", "TenantClock", "TenantFaults", "TenantJournal"]
-
-_ENTRY_FIELDS = {field.name for field in fields(Entry)}
 
 
 class GateHandle:
@@ -160,11 +157,9 @@ class TenantJournal:
 
     def snapshot(self) -> Journal:
         """This tenant's entries so far, as a journal to query."""
-        raw = [e for e in self._channel.journal() if e.get("tenant") == self.tenant_id]
-        journal = Journal(capacity=max(1, len(raw)))
-        for data in raw:
-            journal.record(Entry(**{k: v for k, v in data.items() if k in _ENTRY_FIELDS}))
-        return journal
+        return Journal.of(
+            Entry.from_json(data) for data in self._channel.journal(tenant=self.tenant_id)
+        )
 
     def entries(self, **filters: Any) -> list[Entry]:
         return self.snapshot().entries(**filters)

@@ -572,3 +572,16 @@ async def test_streams_carry_a_request_id(client: Client, sandbox_id: str) -> No
         f"/v1/sandboxes/{sandbox_id}/exec?stream=true", json={"cmd": "true", "stream": True}
     )
     assert response.headers["X-Request-ID"].startswith("req_")
+
+
+async def test_removing_a_gate_rule_releases_and_forgets_the_gate(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    gate = fake.faults.gate("g", route="POST /v1/sandboxes")
+    held = asyncio.ensure_future(client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
+    await gate.wait_held(1)
+    assert fake.faults.remove("rule_1")
+    assert (await held).status == 200
+    assert "g" not in fake.faults.gates
+    again = fake.faults.gate("g", route="POST /v1/sandboxes")
+    assert not again.opened  # a new gate of the same name starts closed

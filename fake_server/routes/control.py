@@ -31,7 +31,8 @@ async def state(request: web.Request) -> web.Response:
 async def journal(request: web.Request) -> web.Response:
     fake = fake_of(request)
     since = query_int(request.query, "since", 0)
-    entries = [entry.as_json() for entry in fake.journal.entries(since=since)]
+    tenant = request.query.get("tenant") or None
+    entries = [entry.as_json() for entry in fake.journal.entries(since=since, tenant=tenant)]
     return ok({"entries": entries, "dropped": fake.journal.dropped})
 
 
