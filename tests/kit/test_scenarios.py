@@ -254,12 +254,16 @@ async def test_kit_checks_the_tests_own_journal(
 ) -> None:
     headers = {"X-Api-Key": createos_server.api_key}
     async with aiohttp.ClientSession(createos_server.url, headers=headers) as session:
-        created = await session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-        sandbox = (await created.json())["data"]["id"]
+        # Every response is read to the end: an unread one holds its connection (older aiohttp
+        # warns about it when the session closes).
+        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+            sandbox = (await created.json())["data"]["id"]
         createos_kit.assert_ok(keep=[sandbox])
-        await session.delete(f"/v1/sandboxes/{sandbox}")
+        async with session.delete(f"/v1/sandboxes/{sandbox}") as deleted:
+            assert deleted.status == 200
         createos_kit.assert_ok()
-        await session.post(f"/v1/sandboxes/{sandbox}/exec", json={"cmd": "true"})
+        async with session.post(f"/v1/sandboxes/{sandbox}/exec", json={"cmd": "true"}) as late:
+            assert late.status == 409
     with pytest.raises(ConformanceError) as raised:
         createos_kit.assert_ok()
     assert [v.check for v in raised.value.violations] == ["no-work-on-closing-sandbox"]
