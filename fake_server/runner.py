@@ -94,7 +94,13 @@ class BackgroundServer:
                 started.set()
                 return
             started.set()
-            self.loop.run_forever()
+            try:
+                self.loop.run_forever()
+            finally:
+                # Finish the loop on its own thread: the thread calling stop() may be running
+                # an event loop of its own (an async test), where run_until_complete() fails.
+                _cancel_leftovers(self.loop)
+                self.loop.close()
 
         self._thread = threading.Thread(target=main, name="fake-createos", daemon=True)
         self._thread.start()
@@ -137,8 +143,6 @@ class BackgroundServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
         self._thread = None
-        _cancel_leftovers(self.loop)
-        self.loop.close()
 
     def __enter__(self) -> BackgroundServer:
         return self.start()
