@@ -6,6 +6,10 @@ returns the exact bytes the fake answered), each in its own process, on loopback
 them in interleaved rounds in the same run, so machine noise hits both alike. The ratio of the
 medians is the fake's overhead: the target is >= 0.8x.
 
+Peers users would otherwise pick are measured in the same rounds when they are installed:
+pytest-httpserver serving the same bytes on the same path, and moto's server answering S3's
+``ListBuckets`` (``GET /``), a comparable read of a mocked cloud API.
+
 Usage::
 
     python benchmarks/throughput.py            # 5 rounds of 3 s per server
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -41,6 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TARGETS = ("fake", "bare")
+#: Measured too when importable (module to look for).
+PEERS = {"pytest-httpserver": "pytest_httpserver", "moto": "moto.server"}
 ROUTE = "/v1/sandboxes/{id}"
 API_KEY = "skp_benchmark"
 
@@ -88,6 +95,45 @@ def serve_bare(body_file: str) -> None:
         await asyncio.Event().wait()
 
     _run_server(main())
+
+
+def serve_httpserver(body_file: str) -> None:
+    """pytest-httpserver answering the fake's bytes on the same path."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", port=0)
+    server.expect_request(re.compile(r"/v1/sandboxes/.+")).respond_with_data(
+        Path(body_file).read_bytes(), content_type="application/json"
+    )
+    server.start()
+    _announce({"url": server.url_for("/v1/sandboxes/sb_peer"), "headers": {}})
+    _wait_for_sigterm()
+
+
+def serve_moto() -> None:
+    """moto's server (the usual way to fake a cloud API over HTTP), answering ListBuckets."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    _announce({"url": f"http://127.0.0.1:{port}/", "headers": {}})
+    _wait_for_sigterm()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_sigterm() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with contextlib.suppress(KeyboardInterrupt, SystemExit):
+        while True:
+            time.sleep(3600)
 
 
 def _announce(info: dict[str, object]) -> None:
@@ -285,7 +331,7 @@ def split_cpus() -> tuple[set[int] | None, set[int] | None]:
 
 
 @contextlib.contextmanager
-def servers(server_cpus: set[int] | None) -> Iterator[dict[str, Server]]:
+def servers(server_cpus: set[int] | None, peers: Sequence[str]) -> Iterator[dict[str, Server]]:
     started: dict[str, Server] = {}
     with tempfile.TemporaryDirectory() as scratch:
         try:
@@ -296,6 +342,8 @@ def servers(server_cpus: set[int] | None) -> Iterator[dict[str, Server]]:
             started["bare"] = start_server("bare", ["--body", str(body_file)], server_cpus)
             if len(fetch(started["bare"])) != len(body):
                 raise SystemExit("the bare handler's body differs in size from the fake's")
+            for peer in peers:
+                started[peer] = start_server(peer, ["--body", str(body_file)], server_cpus)
             yield started
         finally:
             for server in started.values():
@@ -316,7 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when below --min-ratio")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server/client CPUs")
     # Internal entry points: this file is also the server and the fallback client processes.
-    parser.add_argument("--serve", choices=TARGETS, help=argparse.SUPPRESS)
+    parser.add_argument("--no-peers", action="store_true", help="measure only fake and bare")
+    parser.add_argument("--serve", choices=(*TARGETS, *PEERS), help=argparse.SUPPRESS)
     parser.add_argument("--body", help=argparse.SUPPRESS)
     parser.add_argument("--load", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -326,6 +375,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.serve == "bare":
         serve_bare(args.body)
+        return 0
+    if args.serve == "pytest-httpserver":
+        serve_httpserver(args.body)
+        return 0
+    if args.serve == "moto":
+        serve_moto()
         return 0
     if args.load:
         url, headers, seconds, connections, limit = args.load
@@ -358,8 +413,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.server_cpu = after - before
         return run
 
-    results: dict[str, list[Run]] = {name: [] for name in TARGETS}
-    with servers(server_cpus) as running:
+    peers = (
+        []
+        if args.no_peers
+        else [
+            name for name, module in PEERS.items() if importlib.util.find_spec(module.split(".")[0])
+        ]
+    )
+    names = (*TARGETS, *peers)
+    results: dict[str, list[Run]] = {name: [] for name in names}
+    with servers(server_cpus, peers) as running:
         body_size = len(fetch(running["fake"]))
         print(
             f"GET {ROUTE}: {body_size}-byte body, client={client}, "
@@ -371,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             measure(server, min(1.0, args.seconds))
         for round_no in range(args.rounds):
             # Alternate the order so neither server always runs first.
-            order = TARGETS if round_no % 2 == 0 else TARGETS[::-1]
+            order = names if round_no % 2 == 0 else names[::-1]
             for name in order:
                 run = measure(running[name], args.seconds)
                 if run.errors:
@@ -388,6 +451,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if all(cpu.values()):
         cpu_ratio = statistics.median(cpu["bare"]) / statistics.median(cpu["fake"])
         print(f"ratio by server CPU per request (bare/fake): {cpu_ratio:.2f}x")
+    for peer in peers:
+        peer_ratio = statistics.median(
+            run.rps / bare.rps for run, bare in zip(results[peer], results["bare"], strict=True)
+        )
+        print(f"ratio {peer}/bare req/s (median of rounds): {peer_ratio:.2f}x")
     verdict = "OK" if ratio >= args.min_ratio else "BELOW TARGET"
     print(
         f"ratio fake/bare req/s (median of rounds): {ratio:.2f}x   "
