@@ -340,3 +340,26 @@ async def test_deleting_the_sandbox_kills_its_processes(
     sandbox = fake.find_sandbox(sandbox_id)
     killed = sandbox.processes[process["process_id"]]
     assert (killed.state.value, killed.signal) == ("exited", "SIGKILL")
+
+
+async def test_process_guards(client: Client, sandbox_id: str) -> None:
+    missing_cwd = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "true", "cwd": "/nowhere"}
+    )
+    await expect_error(missing_cwd, 400, "cwd")
+    process = await start(client, sandbox_id, "cat")
+    base = f"/v1/sandboxes/{sandbox_id}/processes/{process['process_id']}"
+    await expect_error(await client.get(f"{base}/wait?scope=forest"), 400, "scope")
+    resize = await client.post(f"{base}/resize", json={"rows": 30, "cols": 120})
+    await expect_error(resize, 409, "not a pty")
+    pty = (
+        await (
+            await client.post(
+                f"/v1/sandboxes/{sandbox_id}/processes", json={"pty": {"rows": 30, "cols": 120}}
+            )
+        ).json()
+    )["data"]
+    assert pty["kind"] == "pty"
+    pty_base = f"/v1/sandboxes/{sandbox_id}/processes/{pty['process_id']}"
+    assert (await client.post(f"{pty_base}/resize", json={"rows": 40, "cols": 100})).status == 200
+    await expect_error(await client.post(f"{pty_base}/stdin/close"), 409, "pty")

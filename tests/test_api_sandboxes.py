@@ -295,3 +295,17 @@ async def test_a_seeded_run_is_reproducible_byte_for_byte(aiohttp_client: Client
     names = [json.loads(body)["data"]["name"] for body in first[:3]]
     assert all(0 < len(name) <= 22 for name in names)
     assert len(set(names)) == 3
+
+
+async def test_guards_on_changes_and_queries(client: Client) -> None:
+    sandbox_id = (await create_sandbox(client))["id"]
+    await expect_error(await client.get("/v1/sandboxes?offset=-1"), 400, "offset")
+    bad_key = await client.post(f"/v1/sandboxes/{sandbox_id}/ssh-pubkeys", json={"keys": ["nope"]})
+    await expect_error(bad_key, 400, "ssh public key")
+    await client.delete(f"/v1/sandboxes/{sandbox_id}")
+    patched = await client.patch(f"/v1/sandboxes/{sandbox_id}", json={"ingress_enabled": True})
+    await expect_error(patched, 409, "destroyed")
+    egress = await client.put(f"/v1/sandboxes/{sandbox_id}/egress", json={"egress": []})
+    await expect_error(egress, 409, "no longer be modified")
+    blank = await client.post("/_fake/tenants", json={"api_key": "  "})
+    await expect_error(blank, 400, "blank")
