@@ -116,11 +116,6 @@ class OutputJournal:
             self.bytes -= len(self._frames.popleft().data)
         return frame
 
-    def evict_all(self) -> None:
-        """Drop every retained frame (the ``evict`` stream fault)."""
-        self._frames.clear()
-        self.bytes = 0
-
     def since(self, after: int) -> list[OutputFrame]:
         """Frames with ``seq > after``; raises :class:`OutputEvicted` if some were dropped."""
         first_needed = after + 1

@@ -103,9 +103,6 @@ class Tenants:
         """Drop a tenant and everything in it (the plugin does this after each test)."""
         self._by_key.pop(api_key, None)
 
-    def by_id(self, tenant_id: str) -> Tenant | None:
-        return next((t for t in self._by_key.values() if t.id == tenant_id), None)
-
     def __iter__(self) -> Iterator[Tenant]:
         return iter(list(self._by_key.values()))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.lifecycle import Status
 from fake_server.routes.common import (
@@ -41,7 +42,7 @@ _CREATE_TOLERATED = {"networks", "disks", "host_id", "node_selector"}
 async def create(request: web.Request) -> web.Response:
     body = await read_body(request, allowed=_CREATE_FIELDS, tolerated=_CREATE_TOLERATED)
     if body.integer("bandwidth_quota_bytes"):
-        raise ApiError.invalid("bandwidth_quota_bytes", "cannot be set on create")
+        raise ApiError.invalid("bandwidth_quota_bytes", errors.BANDWIDTH_QUOTA)
     auto_pause = body.integer("auto_pause_after_seconds")
     spec = CreateSpec(
         shape=body.string("shape", required=True) or "",
