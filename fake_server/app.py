@@ -152,6 +152,24 @@ def _drop(request: web.Request) -> None:
     raise _Dropped
 
 
+#: How often a hung request looks whether its client is still there (real time: a client
+#: giving up is a real-world event, not one on the fake's clock).
+HANG_POLL_S = 0.05
+
+
+async def _until_client_leaves(request: web.Request) -> None:
+    """Answer nothing until the client gives up or the server stops.
+
+    aiohttp (3.9 and later, by default) does not cancel a handler when its client disconnects,
+    so waiting on nothing would keep the task alive until the server stops — one leaked task
+    per hung request in a soak — and the request would never reach the journal.
+    """
+    # Polled: aiohttp offers no event or callback for "this request's connection closed".
+    while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
+        await asyncio.sleep(HANG_POLL_S)
+    raise ConnectionResetError("the client gave up on a hung request")
+
+
 async def _before(
     fake: FakeCreateOS,
     request: web.Request,
@@ -181,8 +199,7 @@ async def _before(
     elif kind == "reset":
         _drop(request)
     elif kind == "hang":
-        # Until the client gives up (the handler is cancelled) or the server stops.
-        await asyncio.Event().wait()
+        await _until_client_leaves(request)
     elif kind in ("stream", "process_survives", "stale_read"):
         request_scope.directives[kind] = action.params
     elif sandbox is not None:

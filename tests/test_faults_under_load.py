@@ -234,3 +234,36 @@ async def test_a_seed_replays_the_same_run() -> None:
     # And the seed is what decides: another one gives another run.
     other, _ = await replay(seed=32)
     assert other != first
+
+
+async def test_hung_requests_end_when_their_clients_give_up() -> None:
+    """A ``hang`` fault holds a request until its client gives up; then the handler must end
+    (and the request be journaled), not linger until the server stops."""
+    hung = 16
+    with BackgroundServer(FakeCreateOS(ServerConfig(seed=6, transition_ms=0))) as server:
+        fake = server.fake
+        tasks_before = server.run(_count_tasks())
+        server.call(fake.faults.hang, route="GET /v1/sandboxes")
+        async with aiohttp.ClientSession(
+            server.url,
+            headers={"X-Api-Key": "skp_hang"},
+            timeout=aiohttp.ClientTimeout(total=0.2),
+        ) as session:
+
+            async def give_up() -> None:
+                with pytest.raises(asyncio.TimeoutError):
+                    async with session.get(SB):
+                        pass
+
+            await asyncio.gather(*(give_up() for _ in range(hung)))
+
+        def journaled() -> list[Any]:
+            return server.call(fake.journal.requests, route="GET /v1/sandboxes")
+
+        await wait_until(
+            lambda: len(journaled()) == hung and server.run(_count_tasks()) <= tasks_before,
+            lambda: f"{len(journaled())} journaled, {server.run(_count_tasks())} tasks",
+            timeout=5,
+        )
+        # Journaled once each, as requests that got no answer.
+        assert [entry.status for entry in journaled()] == [None] * hung
