@@ -108,10 +108,7 @@ class FakeCreateOS:
 
     def drop_tenant(self, api_key: str) -> None:
         """Forget a tenant and stop everything its sandboxes were doing."""
-        tenant = self.tenants.resolve(api_key)
-        for sandbox in tenant.sandboxes.values():
-            Runtime.stop_all(sandbox)
-        self.sandboxes.forget_tenant(tenant)
+        self.sandboxes.forget_tenant(self.tenants.resolve(api_key))
         self.tenants.forget(api_key)
 
     def register_command(self, name: str, handler: CommandHandler) -> None:
@@ -140,8 +137,6 @@ class FakeCreateOS:
 
     def _stop_everything(self) -> None:
         for tenant in self.tenants:
-            for sandbox in tenant.sandboxes.values():
-                Runtime.stop_all(sandbox)
             self.sandboxes.forget_tenant(tenant)
 
     def find_sandbox(self, sandbox_id: str) -> Sandbox:

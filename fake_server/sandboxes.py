@@ -293,8 +293,9 @@ class SandboxService:
             self._schedule_auto_pause(sandbox)
 
     def forget_tenant(self, tenant: Tenant) -> None:
-        """Stop timers for a dropped tenant's sandboxes."""
+        """Stop everything a dropped tenant's sandboxes were doing: processes, timers."""
         for sandbox in tenant.sandboxes.values():
+            self._on_going_away(sandbox)
             self._cancel_auto_pause(sandbox)
             self.lifecycle.abandon(sandbox)
         self._tenants_by_id.pop(tenant.id, None)

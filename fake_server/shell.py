@@ -600,17 +600,34 @@ async def _cat(ctx: CommandContext, args: list[str]) -> int:
     return status
 
 
+def _each_operand(
+    ctx: CommandContext,
+    operands: list[str],
+    action: Callable[[str], object],
+    failure: str,
+) -> int:
+    """Apply ``action`` to each resolved operand; a failing one is reported with ``failure``
+    (formatted with ``operand`` and ``error``) and makes the status 1, the rest still run."""
+    status = 0
+    for operand in operands:
+        try:
+            action(_resolve_path(ctx, operand))
+        except FsError as exc:
+            status = _error(ctx, failure.format(operand=operand, error=exc))
+    return status
+
+
 async def _mkdir(ctx: CommandContext, args: list[str]) -> int:
     options, operands = _parse_options(args, "p")
     if not operands:
         raise _UsageError(MISSING_OPERAND)
-    status = 0
-    for operand in operands:
-        try:
-            ctx.fs.mkdir(_resolve_path(ctx, operand), parents="p" in options)
-        except FsError as exc:
-            status = _error(ctx, f"mkdir: cannot create directory '{operand}': {exc}")
-    return status
+    parents = "p" in options
+    return _each_operand(
+        ctx,
+        operands,
+        lambda path: ctx.fs.mkdir(path, parents=parents),
+        "mkdir: cannot create directory '{operand}': {error}",
+    )
 
 
 async def _rm(ctx: CommandContext, args: list[str]) -> int:
@@ -618,31 +635,26 @@ async def _rm(ctx: CommandContext, args: list[str]) -> int:
     force = "f" in options
     if not operands and not force:
         raise _UsageError(MISSING_OPERAND)
-    status = 0
-    for operand in operands:
-        try:
-            ctx.fs.remove(
-                _resolve_path(ctx, operand),
-                recursive="r" in options or "R" in options,
-                force=force,
-            )
-        except FsError as exc:
-            status = _error(ctx, f"rm: cannot remove '{operand}': {exc}")
-    return status
+    recursive = "r" in options or "R" in options
+    return _each_operand(
+        ctx,
+        operands,
+        lambda path: ctx.fs.remove(path, recursive=recursive, force=force),
+        "rm: cannot remove '{operand}': {error}",
+    )
 
 
 async def _touch(ctx: CommandContext, args: list[str]) -> int:
     _, operands = _parse_options(args, "")
     if not operands:
         raise _UsageError(MISSING_OPERAND)
-    status = 0
-    for operand in operands:
-        try:
-            # An empty append creates a missing file and leaves an existing one alone.
-            ctx.fs.write(_resolve_path(ctx, operand), b"", append=True)
-        except FsError as exc:
-            status = _error(ctx, f"touch: cannot touch '{operand}': {exc}")
-    return status
+    # An empty append creates a missing file and leaves an existing one alone.
+    return _each_operand(
+        ctx,
+        operands,
+        lambda path: ctx.fs.write(path, b"", append=True),
+        "touch: cannot touch '{operand}': {error}",
+    )
 
 
 async def _ls(ctx: CommandContext, args: list[str]) -> int:

@@ -170,10 +170,13 @@ class LocalChannel:
         return self._call(lambda: self.fake.faults.gate_named(name).as_json())
 
     def release_gate(self, name: str, count: int | None, *, open_gate: bool = False) -> int:
-        gate = self.fake.faults.gate_named
-        if open_gate:
-            return self._call(lambda: gate(name).open())
-        return self._call(lambda: gate(name).release(count))
+        def release() -> int:
+            gate = self.fake.faults.gates.get(name)
+            if gate is None:  # as the control API answers: releasing must not create a gate
+                raise ValueError(f"gate {name!r} not found")
+            return gate.open() if open_gate else gate.release(count)
+
+        return self._call(release)
 
     def _wait(self, name: str, count: int, timeout: float) -> Awaitable[None]:
         return self.fake.faults.gate_named(name).wait_held(count, timeout)

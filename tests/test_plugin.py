@@ -269,3 +269,13 @@ def test_xdist_workers_share_the_seed(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("-n", "2", "--createos-seed=5")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["createos: seed=5 *"])
+
+
+def test_releasing_an_unknown_gate_is_refused_not_created() -> None:
+    from pytest_createos.channel import ControlError, LocalChannel
+
+    fake = FakeCreateOS(ServerConfig(transition_ms=0))
+    channel = LocalChannel(fake, "http://127.0.0.1:1")
+    with pytest.raises(ControlError, match="gate 'nope' not found"):
+        channel.release_gate("nope", None)
+    assert fake.faults.gates == {}
