@@ -1,5 +1,11 @@
-"""The aiohttp application: one middleware that authenticates, applies fault rules, renders
-errors in the API's envelope and journals every request; routes live in :mod:`fake_server.routes`.
+"""The aiohttp application: the route tables of :mod:`fake_server.routes`, each handler wrapped
+where it is registered in one layer that authenticates, applies fault rules, renders errors in
+the API's envelope and journals the request.
+
+A wrapper rather than an aiohttp middleware: a middleware costs two more awaits on every request
+(aiohttp adds one of its own beside it), and ``GET /v1/sandboxes/{id}`` is what every poller
+hammers. Requests no route serves reach a catch-all route behind the same wrapper, so a 404 or a
+405 is journaled and enveloped like every other answer.
 """
 
 from __future__ import annotations
@@ -7,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -18,60 +24,107 @@ from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
 from fake_server.journal import Entry
 from fake_server.lifecycle import Status
 from fake_server.routes import control, dashboard, meta, openapi, runtime, sandboxes
-from fake_server.routes.common import FAKE, SCOPE, RequestScope, envelope_response
+from fake_server.routes.common import (
+    FAKE,
+    SCOPE,
+    Handler,
+    RequestScope,
+    envelope_response,
+)
 from fake_server.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["build_app"]
+__all__ = ["UNROUTED", "build_app"]
 
 log = logging.getLogger("fake_server")
 
 #: Paths under /v1 that need no API key (everything outside /v1 needs none either).
 PUBLIC_PATHS = frozenset({"/v1/shapes", "/v1/rootfs"})
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: The name of the catch-all route that answers 404 or 405 for everything no route serves.
+UNROUTED = "unrouted"
 
 
 def build_app(fake: FakeCreateOS) -> web.Application:
-    """An application serving ``fake`` (routes, middleware, control API)."""
+    """An application serving ``fake`` (the API, the control API, the dashboard)."""
     app = web.Application(
-        middlewares=[_middleware(fake)],
         client_max_size=fake.config.max_file_bytes + (64 << 10),
         handler_args={"max_field_size": 16 << 10},
     )
     app[FAKE] = fake
+    request_ids = itertools.count(1)
     for module in (meta, sandboxes, runtime, control, dashboard, openapi):
-        module.add_routes(app.router)
+        for method, template, handler in module.ROUTES:
+            served = _served(fake, request_ids, handler, method=method, template=template)
+            app.router.add_route(method, template, served)
+    # Last, so that it only ever sees what no other route matched.
+    served = _served(fake, request_ids, _unrouted, method="*", template=None)
+    app.router.add_route("*", "/{path:.*}", served, name=UNROUTED)
     return app
 
 
-def _middleware(fake: FakeCreateOS) -> Any:
-    request_ids = itertools.count(1)
+async def _unrouted(request: web.Request) -> web.StreamResponse:
+    """404, or 405 with ``Allow`` when some route serves the path with another method."""
+    allowed: set[str] = set()
+    for resource in request.app.router.resources():
+        if resource.name != UNROUTED:
+            allowed |= (await resource.resolve(request))[1]
+    if allowed:
+        raise web.HTTPMethodNotAllowed(request.method, allowed)
+    raise web.HTTPNotFound()
 
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        opened = fake.journal.ticket()
-        started = fake.clock.now()
-        info = request.match_info
-        resource = info.route.resource
-        template = resource.canonical if resource is not None else None
+
+def _served(
+    fake: FakeCreateOS,
+    request_ids: Iterator[int],
+    handler: Handler,
+    *,
+    method: str,
+    template: str | None,
+) -> Handler:
+    """``handler`` behind the fake's request layer; what the layer does for this route (whether
+    it authenticates, whether it journals) is settled here, once, not on every request."""
+    journal, clock, faults = fake.journal, fake.clock, fake.faults
+    path = template or ""
+    # The control API is never subject to fault rules: it is how a test recovers.
+    is_control = path.startswith("/_fake/")
+    authenticated = path.startswith("/v1/") and path not in PUBLIC_PATHS
+    # Reads of the control API (a dashboard polls them every second) would only crowd the
+    # API's own requests out of the bounded journal.
+    journaled = not (is_control and method == "GET")
+
+    async def serve(request: web.Request) -> web.StreamResponse:
+        started = clock.now()
+        request_id = f"req_{next(request_ids):08d}"
+        request_scope = RequestScope(request_id=request_id)
+        SCOPE.set(request_scope)
         entry = Entry(
             seq=0,
-            opened=opened,
+            opened=journal.ticket(),
             kind="request",
             at=started,
-            time=fake.clock.wall(),
+            time=clock.wall(),
             method=request.method,
             route=template,
             path=request.path,
-            sandbox=info.get("id"),
+            sandbox=request.match_info.get("id"),
         )
-        request_id = f"req_{next(request_ids):08d}"
         response: web.StreamResponse | None = None
         try:
-            response = await _serve(fake, request, handler, entry, request_id)
+            sandbox: Sandbox | None = None
+            if authenticated:
+                tenant = fake.tenants.resolve(request.headers.get("X-Api-Key"))
+                request_scope.tenant = tenant
+                entry.tenant = tenant.id
+                if entry.sandbox is not None:
+                    sandbox = tenant.sandboxes.get(entry.sandbox)
+                    entry.sandbox_status = sandbox.status.value if sandbox is not None else None
+            if is_control or not faults.has_rules:
+                response = await handler(request)
+            else:
+                response = await _faulted(fake, request, handler, entry, request_scope, sandbox)
         except _Dropped:
             response = web.Response(status=499)
             entry.detail = "connection closed without a response"
@@ -92,39 +145,28 @@ def _middleware(fake: FakeCreateOS) -> Any:
         finally:
             dropped = entry.detail is not None
             entry.status = response.status if response is not None and not dropped else None
-            entry.duration_ms = round((fake.clock.now() - started) * 1000, 3)
-            entry.seq = fake.journal.ticket()
-            # Reads of the control API (a dashboard polls them every second) would only crowd
-            # the API's own requests out of the bounded journal.
-            if not (request.method == "GET" and (template or "").startswith("/_fake/")):
-                fake.journal.record(entry)
+            entry.duration_ms = round((clock.now() - started) * 1000, 3)
+            entry.seq = journal.ticket()
+            if journaled:
+                journal.record(entry)
         if not response.prepared:
             response.headers["X-Request-ID"] = request_id
         return response
 
-    return middleware
+    serve.__name__ = serve.__qualname__ = getattr(handler, "__name__", "serve")
+    serve.__doc__ = handler.__doc__
+    return serve
 
 
-async def _serve(
-    fake: FakeCreateOS, request: web.Request, handler: Handler, entry: Entry, request_id: str
+async def _faulted(
+    fake: FakeCreateOS,
+    request: web.Request,
+    handler: Handler,
+    entry: Entry,
+    request_scope: RequestScope,
+    sandbox: Sandbox | None,
 ) -> web.StreamResponse:
-    template = entry.route or ""
-    sandbox: Sandbox | None = None
-    request_scope = RequestScope(request_id=request_id)
-    SCOPE.set(request_scope)
-    if template.startswith("/v1/") and template not in PUBLIC_PATHS:
-        tenant = fake.tenants.resolve(request.headers.get("X-Api-Key"))
-        request_scope.tenant = tenant
-        entry.tenant = tenant.id
-        if entry.sandbox is not None:
-            sandbox = tenant.sandboxes.get(entry.sandbox)
-            entry.sandbox_status = sandbox.status.value if sandbox is not None else None
-    if template.startswith("/_fake/"):
-        # The control API is never subject to fault rules: it is how a test recovers.
-        return await handler(request)
-    if not fake.faults.rules:
-        # The common case, kept cheap: no request info to build, no client address to look up.
-        return await handler(request)
+    """``handler`` with the fault rules that match this request applied around it."""
     info = RequestInfo(
         method=request.method,
         route=entry.route,

@@ -437,6 +437,11 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
     def rules(self) -> list[Rule]:
         return list(self._rules)
 
+    @property
+    def has_rules(self) -> bool:
+        """Whether any rule is installed (asked on every request: no copy of the list)."""
+        return bool(self._rules)
+
     def __iter__(self) -> Iterator[Rule]:
         return iter(list(self._rules))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAKE",
+    "SANDBOX",
     "SCOPE",
+    "Handler",
     "RequestScope",
+    "Routes",
     "envelope_response",
     "fake_of",
     "ok",
@@ -32,6 +35,13 @@ __all__ = [
     "scope",
     "tenant_of",
 ]
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: What each route module declares: ``(method, path template, handler)``, served in this order.
+Routes = tuple[tuple[str, str, Handler], ...]
+
+#: The path template of one sandbox, which most routes hang off.
+SANDBOX = "/v1/sandboxes/{id}"
 
 FAKE: web.AppKey[FakeCreateOS] = web.AppKey("fake", "FakeCreateOS")  # type: ignore[arg-type]
 

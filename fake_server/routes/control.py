@@ -15,7 +15,7 @@ from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError
 from fake_server.gates import Gate
-from fake_server.routes.common import fake_of, ok, read_body
+from fake_server.routes.common import Routes, fake_of, ok, read_body
 from fake_server.validation import query_int
 
 
@@ -173,19 +173,20 @@ async def sandbox_marker(request: web.Request) -> web.Response:
     return ok({"id": sandbox.id, "mode": mode, "path": path})
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_post("/_fake/reset", reset)
-    router.add_get("/_fake/state", state, allow_head=False)
-    router.add_get("/_fake/journal", journal, allow_head=False)
-    router.add_post("/_fake/tenants", create_tenant)
-    router.add_delete("/_fake/tenants", drop_tenant)
-    router.add_post("/_fake/seed", reseed)
-    router.add_post("/_fake/clock/advance", advance_clock)
-    router.add_get("/_fake/faults", list_faults, allow_head=False)
-    router.add_post("/_fake/faults", add_faults)
-    router.add_delete("/_fake/faults", clear_faults)
-    router.add_delete("/_fake/faults/{rule}", delete_fault)
-    router.add_get("/_fake/gates/{name}", get_gate, allow_head=False)
-    router.add_post("/_fake/gates/{name}/release", release_gate)
-    router.add_post("/_fake/sandboxes/{id}/state", sandbox_state)
-    router.add_post("/_fake/sandboxes/{id}/marker", sandbox_marker)
+ROUTES: Routes = (
+    ("POST", "/_fake/reset", reset),
+    ("GET", "/_fake/state", state),
+    ("GET", "/_fake/journal", journal),
+    ("POST", "/_fake/tenants", create_tenant),
+    ("DELETE", "/_fake/tenants", drop_tenant),
+    ("POST", "/_fake/seed", reseed),
+    ("POST", "/_fake/clock/advance", advance_clock),
+    ("GET", "/_fake/faults", list_faults),
+    ("POST", "/_fake/faults", add_faults),
+    ("DELETE", "/_fake/faults", clear_faults),
+    ("DELETE", "/_fake/faults/{rule}", delete_fault),
+    ("GET", "/_fake/gates/{name}", get_gate),
+    ("POST", "/_fake/gates/{name}/release", release_gate),
+    ("POST", "/_fake/sandboxes/{id}/state", sandbox_state),
+    ("POST", "/_fake/sandboxes/{id}/marker", sandbox_marker),
+)

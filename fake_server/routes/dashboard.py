@@ -14,7 +14,9 @@ from importlib import resources
 
 from aiohttp import web
 
-__all__ = ["add_routes", "page"]
+from fake_server.routes.common import Routes
+
+__all__ = ["ROUTES", "page"]
 
 _SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
@@ -59,6 +61,7 @@ async def dashboard(request: web.Request) -> web.Response:
     )
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
+ROUTES: Routes = (
     # Only the slash form: ``/_fake`` stays a plain 404 in the envelope, never a redirect.
-    router.add_get("/_fake/", dashboard, allow_head=False)
+    ("GET", "/_fake/", dashboard),
+)

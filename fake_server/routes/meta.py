@@ -7,7 +7,7 @@ from aiohttp import web
 from fake_server import errors
 from fake_server.catalog import SHAPES, rootfs_catalog
 from fake_server.errors import ApiError
-from fake_server.routes.common import ok, paginated, tenant_of
+from fake_server.routes.common import Routes, ok, paginated, tenant_of
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -38,10 +38,11 @@ async def hosts(request: web.Request) -> web.Response:
     raise ApiError(403, errors.ADMIN_ONLY)
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/healthz", healthz, allow_head=False)
-    router.add_get("/readyz", readyz, allow_head=False)
-    router.add_get("/v1/whoami", whoami, allow_head=False)
-    router.add_get("/v1/shapes", shapes, allow_head=False)
-    router.add_get("/v1/rootfs", rootfs, allow_head=False)
-    router.add_get("/v1/hosts", hosts, allow_head=False)
+ROUTES: Routes = (
+    ("GET", "/healthz", healthz),
+    ("GET", "/readyz", readyz),
+    ("GET", "/v1/whoami", whoami),
+    ("GET", "/v1/shapes", shapes),
+    ("GET", "/v1/rootfs", rootfs),
+    ("GET", "/v1/hosts", hosts),
+)

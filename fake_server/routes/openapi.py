@@ -8,6 +8,7 @@ import json
 from aiohttp import web
 
 from fake_server.openapi import document
+from fake_server.routes.common import Routes
 
 
 @functools.lru_cache(maxsize=1)
@@ -21,5 +22,4 @@ async def openapi_json(request: web.Request) -> web.Response:
     return web.Response(body=_encoded(), content_type="application/json")
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/openapi.json", openapi_json, allow_head=False)
+ROUTES: Routes = (("GET", "/openapi.json", openapi_json),)

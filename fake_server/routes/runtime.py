@@ -14,7 +14,7 @@ from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.lifecycle import Lifecycle
 from fake_server.processes import OutputEvicted, OutputFrame
-from fake_server.routes.common import fake_of, ok, read_body, sandbox_of, scope
+from fake_server.routes.common import SANDBOX, Routes, fake_of, ok, read_body, sandbox_of, scope
 from fake_server.runtime import ExecSpec, ProcessSpec, Runtime
 from fake_server.validation import query_int
 
@@ -271,19 +271,20 @@ async def delete_process(request: web.Request) -> web.Response:
     return ok(process.view())
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    item = "/v1/sandboxes/{id}"
-    proc = item + "/processes/{pid}"
-    router.add_post(item + "/exec", exec_command)
-    router.add_put(item + "/files", put_file)
-    router.add_get(item + "/files", get_file, allow_head=False)
-    router.add_post(item + "/processes", create_process)
-    router.add_get(item + "/processes", list_processes, allow_head=False)
-    router.add_get(proc, get_process, allow_head=False)
-    router.add_delete(proc, delete_process)
-    router.add_get(proc + "/connect", connect, allow_head=False)
-    router.add_post(proc + "/input", send_input)
-    router.add_post(proc + "/stdin/close", close_stdin)
-    router.add_post(proc + "/signal", signal)
-    router.add_post(proc + "/resize", resize_pty)
-    router.add_get(proc + "/wait", wait, allow_head=False)
+PROCESS = SANDBOX + "/processes/{pid}"
+
+ROUTES: Routes = (
+    ("POST", SANDBOX + "/exec", exec_command),
+    ("PUT", SANDBOX + "/files", put_file),
+    ("GET", SANDBOX + "/files", get_file),
+    ("POST", SANDBOX + "/processes", create_process),
+    ("GET", SANDBOX + "/processes", list_processes),
+    ("GET", PROCESS, get_process),
+    ("DELETE", PROCESS, delete_process),
+    ("GET", PROCESS + "/connect", connect),
+    ("POST", PROCESS + "/input", send_input),
+    ("POST", PROCESS + "/stdin/close", close_stdin),
+    ("POST", PROCESS + "/signal", signal),
+    ("POST", PROCESS + "/resize", resize_pty),
+    ("GET", PROCESS + "/wait", wait),
+)

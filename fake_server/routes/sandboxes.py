@@ -9,6 +9,8 @@ from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.lifecycle import Status
 from fake_server.routes.common import (
+    SANDBOX,
+    Routes,
     encode,
     fake_of,
     json_response,
@@ -180,19 +182,19 @@ async def bandwidth(request: web.Request) -> web.Response:
     )
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    item = "/v1/sandboxes/{id}"
-    router.add_post("/v1/sandboxes", create)
-    router.add_get("/v1/sandboxes", list_sandboxes, allow_head=False)
-    router.add_get("/v1/sandboxes/by-ip/{ip}", get_by_ip, allow_head=False)
-    router.add_get(item, get, allow_head=False)
-    router.add_patch(item, patch)
-    router.add_delete(item, delete)
-    router.add_post(item + "/pause", pause)
-    router.add_post(item + "/resume", resume)
-    router.add_post(item + "/fork", fork)
-    router.add_get(item + "/egress", get_egress, allow_head=False)
-    router.add_put(item + "/egress", put_egress)
-    router.add_post(item + "/resize", resize)
-    router.add_post(item + "/ssh-pubkeys", ssh_pubkeys)
-    router.add_get(item + "/bandwidth", bandwidth, allow_head=False)
+ROUTES: Routes = (
+    ("POST", "/v1/sandboxes", create),
+    ("GET", "/v1/sandboxes", list_sandboxes),
+    ("GET", "/v1/sandboxes/by-ip/{ip}", get_by_ip),
+    ("GET", SANDBOX, get),
+    ("PATCH", SANDBOX, patch),
+    ("DELETE", SANDBOX, delete),
+    ("POST", SANDBOX + "/pause", pause),
+    ("POST", SANDBOX + "/resume", resume),
+    ("POST", SANDBOX + "/fork", fork),
+    ("GET", SANDBOX + "/egress", get_egress),
+    ("PUT", SANDBOX + "/egress", put_egress),
+    ("POST", SANDBOX + "/resize", resize),
+    ("POST", SANDBOX + "/ssh-pubkeys", ssh_pubkeys),
+    ("GET", SANDBOX + "/bandwidth", bandwidth),
+)
