@@ -76,6 +76,8 @@ class Entry:
         body = {key: value for key, value in asdict(self).items() if value not in (None, [])}
         if isinstance(self.time, datetime):
             body["time"] = isoformat(self.time)
+        if self.duration_ms is not None:
+            body["duration_ms"] = round(self.duration_ms, 3)
         return body
 
     def describe(self) -> str:

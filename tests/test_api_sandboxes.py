@@ -260,6 +260,29 @@ async def test_wrong_method_is_405_and_never_a_redirect(client: Client) -> None:
     assert response.status == 404
 
 
+async def test_unrouted_requests_are_enveloped_journaled_and_name_the_allowed_methods(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    # One path template with two methods, one with a single method, a HEAD of a GET-only
+    # route, and a path no route serves at all.
+    body = await expect_error(await client.post("/v1/sandboxes/sb_x"), 405)
+    assert body["message"] == "method not allowed"
+    response = await client.post("/v1/sandboxes/sb_x")
+    assert set(response.headers["Allow"].split(",")) == {"GET", "PATCH", "DELETE"}
+    head = await client.head("/healthz")
+    assert head.status == 405
+    assert head.headers["Allow"] == "GET"
+    await expect_error(await client.delete("/v2/anything/at/all"), 404, "route not found")
+    entries = [e for e in fake.journal.requests() if e.route is None]
+    assert [(e.method, e.path, e.status) for e in entries] == [
+        ("POST", "/v1/sandboxes/sb_x", 405),
+        ("POST", "/v1/sandboxes/sb_x", 405),
+        ("HEAD", "/healthz", 405),
+        ("DELETE", "/v2/anything/at/all", 404),
+    ]
+    assert all(e.tenant is None for e in entries)  # no route, so no authentication either
+
+
 async def test_every_response_carries_a_request_id(client: Client) -> None:
     first = await client.get("/v1/sandboxes")
     second = await client.get("/v1/nothing")
