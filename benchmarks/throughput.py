@@ -101,6 +101,7 @@ def serve_httpserver(body_file: str) -> None:
     """pytest-httpserver answering the fake's bytes on the same path."""
     from pytest_httpserver import HTTPServer
 
+    _quiet_werkzeug()
     server = HTTPServer(host="127.0.0.1", port=0)
     server.expect_request(re.compile(r"/v1/sandboxes/.+")).respond_with_data(
         Path(body_file).read_bytes(), content_type="application/json"
@@ -114,11 +115,20 @@ def serve_moto() -> None:
     """moto's server (the usual way to fake a cloud API over HTTP), answering ListBuckets."""
     from moto.server import ThreadedMotoServer
 
+    _quiet_werkzeug()
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     _announce({"url": f"http://127.0.0.1:{port}/", "headers": {}})
     _wait_for_sigterm()
+
+
+def _quiet_werkzeug() -> None:
+    """Both peers serve through werkzeug, which logs every request to stderr: thousands of
+    lines per round, and the cost of writing them would be measured too."""
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
 
 def _free_port() -> int:

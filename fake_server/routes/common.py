@@ -48,7 +48,7 @@ FAKE: web.AppKey[FakeCreateOS] = web.AppKey("fake", "FakeCreateOS")  # type: ign
 
 @dataclass(slots=True)
 class RequestScope:
-    """Per-request facts the middleware settles before a handler runs.
+    """Per-request facts the request layer (fake_server.app) settles before a handler runs.
 
     Kept in a context variable rather than in the request's mapping so the fake works alike
     across aiohttp versions (older ones have no typed request keys)."""
