@@ -50,6 +50,11 @@ class Clock(Protocol):
         """The current UTC wall time (for ``created_at`` and friends)."""
         ...
 
+    def wall_at(self, moment: float) -> datetime:
+        """The UTC wall time at ``moment`` (a reading of :meth:`now`), so that a hot path can
+        keep the cheap monotonic reading and turn it into a date only when someone looks."""
+        ...
+
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of this clock's time."""
         ...
@@ -72,6 +77,11 @@ class RealClock:
 
     manual = False
 
+    def __init__(self) -> None:
+        # Wall time minus monotonic time, read once: ``wall_at`` is then exact up to whatever
+        # the system clock is stepped or slewed by later (nothing a journal reader can see).
+        self._epoch = time.time() - time.monotonic()
+
     def now(self) -> float:
         # The event loop's own clock (asyncio's loop.time() is time.monotonic()), read directly:
         # it is read twice per request.
@@ -79,6 +89,9 @@ class RealClock:
 
     def wall(self) -> datetime:
         return datetime.now(timezone.utc)
+
+    def wall_at(self, moment: float) -> datetime:
+        return datetime.fromtimestamp(self._epoch + moment, timezone.utc)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
@@ -129,7 +142,10 @@ class ManualClock:
         return self._now
 
     def wall(self) -> datetime:
-        return self._start + timedelta(seconds=self._now)
+        return self.wall_at(self._now)
+
+    def wall_at(self, moment: float) -> datetime:
+        return self._start + timedelta(seconds=moment)
 
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:

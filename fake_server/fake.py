@@ -52,7 +52,7 @@ class FakeCreateOS:
         self.config = config
         self.clock: Clock = ManualClock() if config.manual_clock else RealClock()
         self.ids = Identifiers(config.seed)
-        self.journal = Journal(config.journal_capacity)
+        self.journal = Journal(config.journal_capacity, wall_at=self.clock.wall_at)
         self.commands = CommandRegistry.with_builtins()
         self.tenants = Tenants(self.ids, strict=config.strict)
         self.lifecycle = Lifecycle(

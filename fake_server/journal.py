@@ -14,14 +14,15 @@ Example::
 
 from __future__ import annotations
 
+import enum
 import itertools
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
-from fake_server.clock import isoformat
+from fake_server.clock import RealClock, isoformat
 
 __all__ = ["Entry", "Journal", "JournalAssertionError"]
 
@@ -95,15 +96,46 @@ class Entry:
 
 _ENTRY_FIELDS = frozenset(field.name for field in fields(Entry))
 
+#: A request as :meth:`Journal.request` takes it: these fields, in this order, kept packed in a
+#: tuple until someone reads the journal.
+_PACKED_FIELDS = (
+    "seq",
+    "opened",
+    "at",
+    "method",
+    "route",
+    "path",
+    "tenant",
+    "sandbox",
+    "sandbox_status",
+    "status",
+    "duration_ms",
+    "rules",
+    "detail",
+)
+_Packed = tuple[Any, ...]
+
 
 class Journal:
-    """A bounded, ordered record of requests and lifecycle events."""
+    """A bounded, ordered record of requests and lifecycle events.
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    ``wall_at`` turns a clock reading into wall time (the fake passes its clock's), for the
+    ``time`` of requests, which are recorded with their clock reading only.
+    """
+
+    def __init__(
+        self,
+        capacity: int = DEFAULT_CAPACITY,
+        *,
+        wall_at: Callable[[float], datetime] | None = None,
+    ) -> None:
         if capacity < 1:
             raise ValueError("journal capacity must be at least 1")
-        self._entries: deque[Entry] = deque(maxlen=capacity)
+        self._entries: deque[Entry | _Packed] = deque(maxlen=capacity)
         self._tickets = itertools.count(1)
+        self._wall_at = wall_at or RealClock().wall_at
+        #: How many of the newest items may still be packed requests (see ``_settled``).
+        self._packed_at_end = 0
         self.dropped = 0
 
     @classmethod
@@ -123,20 +155,82 @@ class Journal:
         return next(self._tickets)
 
     def record(self, entry: Entry) -> Entry:
+        self._append(entry)
+        return entry
+
+    def request(
+        self,
+        opened: int,
+        at: float,
+        method: str,
+        route: str | None,
+        path: str,
+        tenant: str | None,
+        sandbox: str | None,
+        sandbox_status: str | None,
+        status: int | None,
+        duration_ms: float,
+        rules: tuple[str, ...],
+        detail: str | None,
+    ) -> None:
+        """Record a finished request (its ``seq`` is drawn now).
+
+        The request layer calls this once per request, positionally: building an
+        :class:`Entry` costs more than serving a cached ``GET``, so the entry is built the
+        first time someone reads the journal. ``sandbox_status`` may be a str enum's member.
+        """
+        self._append(
+            (
+                next(self._tickets),
+                opened,
+                at,
+                method,
+                route,
+                path,
+                tenant,
+                sandbox,
+                sandbox_status,
+                status,
+                duration_ms,
+                rules,
+                detail,
+            )
+        )
+
+    def _append(self, item: Entry | _Packed) -> None:
         if len(self._entries) == self._entries.maxlen:
             self.dropped += 1
-        self._entries.append(entry)
-        return entry
+        self._entries.append(item)
+        self._packed_at_end += 1
+
+    def _settled(self) -> deque[Entry]:
+        """The entries, with every packed request built into its :class:`Entry`."""
+        entries = self._entries
+        # Only the newest items can be packed; indexing a deque near its end is cheap.
+        for index in range(-min(self._packed_at_end, len(entries)), 0):
+            item = entries[index]
+            if isinstance(item, tuple):
+                entries[index] = self._unpack(item)
+        self._packed_at_end = 0
+        return entries  # type: ignore[return-value]  # every item is an Entry now
+
+    def _unpack(self, packed: _Packed) -> Entry:
+        found = dict(zip(_PACKED_FIELDS, packed, strict=True))
+        status = found["sandbox_status"]
+        found["sandbox_status"] = status.value if isinstance(status, enum.Enum) else status
+        found["rules"] = list(found["rules"])
+        return Entry(kind="request", time=self._wall_at(found["at"]), **found)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._packed_at_end = 0
         self.dropped = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def __iter__(self) -> Iterator[Entry]:
-        return iter(list(self._entries))
+        return iter(list(self._settled()))
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -158,7 +252,7 @@ class Journal:
         """
         return [
             entry
-            for entry in self._entries
+            for entry in self._settled()
             if entry.seq > since
             and (kind is None or entry.kind == kind)
             and (route is None or _route_matches(entry, route))
@@ -220,10 +314,10 @@ class Journal:
             )
 
     def tail(self, count: int = 20) -> list[Entry]:
-        return list(self._entries)[-count:]
+        return list(self._settled())[-count:]
 
     def format(self, entries: Iterable[Entry] | None = None) -> str:
-        return "\n".join(entry.describe() for entry in (entries or self._entries))
+        return "\n".join(entry.describe() for entry in (entries or self._settled()))
 
 
 def _route_matches(entry: Entry, route: str) -> bool:

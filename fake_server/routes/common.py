@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -46,18 +46,29 @@ SANDBOX = "/v1/sandboxes/{id}"
 FAKE: web.AppKey[FakeCreateOS] = web.AppKey("fake", "FakeCreateOS")  # type: ignore[arg-type]
 
 
-@dataclass(slots=True)
+#: The directives of a request no fault rule gave any: shared, so never changed in place.
+NO_DIRECTIVES: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
+
+
 class RequestScope:
     """Per-request facts the request layer (fake_server.app) settles before a handler runs.
 
     Kept in a context variable rather than in the request's mapping so the fake works alike
-    across aiohttp versions (older ones have no typed request keys)."""
+    across aiohttp versions (older ones have no typed request keys). A plain slotted class:
+    one is built on every request.
+    """
 
-    tenant: Tenant | None = None
-    #: Sent as ``X-Request-ID``; streams need it before their headers go out.
-    request_id: str = ""
-    #: Fault actions a handler carries out itself (stream faults, surviving processes).
-    directives: dict[str, dict[str, Any]] = field(default_factory=dict)
+    __slots__ = ("directives", "request_id", "rules", "tenant")
+
+    def __init__(self, request_id: str = "", tenant: Tenant | None = None) -> None:
+        #: Sent as ``X-Request-ID``; streams need it before their headers go out.
+        self.request_id = request_id
+        self.tenant = tenant
+        #: Fault actions a handler carries out itself (stream faults, surviving processes).
+        #: Replaced, never changed in place.
+        self.directives = NO_DIRECTIVES
+        #: The ids of the fault rules that fired on this request, for the journal.
+        self.rules: tuple[str, ...] = ()
 
 
 SCOPE: ContextVar[RequestScope] = ContextVar("createos_request_scope")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -74,7 +74,7 @@ def _is_data(frame: dict[str, Any]) -> bool:
 
 
 async def _faulted(
-    frames: AsyncIterator[dict[str, Any]], fault: dict[str, Any]
+    frames: AsyncIterator[dict[str, Any]], fault: Mapping[str, Any]
 ) -> AsyncIterator[bytes | None]:
     """The stream as a fault rule bends it (see ``STREAM_KINDS`` in :mod:`fake_server.faults`);
     ``None`` means "cut the connection here"."""
