@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fake_server.clock import MANUAL_EPOCH, ManualClock
+from fake_server.clock import MANUAL_EPOCH, ManualClock, RealClock
 
 
 def test_timers_fire_in_due_order_at_their_due_time() -> None:
@@ -61,3 +62,16 @@ async def test_cancelled_sleep_leaves_no_timer() -> None:
     with pytest.raises(asyncio.CancelledError):
         await sleeper
     assert clock.pending == 0
+
+
+def test_wall_at_turns_a_reading_into_the_wall_time_of_that_moment() -> None:
+    clock = ManualClock()
+    clock.advance(3)
+    assert clock.wall() == clock.wall_at(clock.now()) == MANUAL_EPOCH + timedelta(seconds=3)
+    real = RealClock()
+    before = datetime.now(timezone.utc)
+    derived = real.wall_at(real.now())
+    after = datetime.now(timezone.utc)
+    # Derived from one offset read at construction: within any clock step since then.
+    assert before - timedelta(seconds=1) <= derived <= after + timedelta(seconds=1)
+    assert real.wall_at(real.now() + 60) - derived >= timedelta(seconds=59)

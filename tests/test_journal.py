@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 
+from fake_server.clock import MANUAL_EPOCH, ManualClock
 from fake_server.journal import Entry, Journal, JournalAssertionError
+from fake_server.lifecycle import Status
 
 
 def request(journal: Journal, method: str, route: str, path: str, **fields: object) -> Entry:
@@ -96,3 +100,40 @@ def test_assert_not_requested_names_the_offender() -> None:
 def test_capacity_must_be_positive() -> None:
     with pytest.raises(ValueError, match="capacity"):
         Journal(capacity=0)
+
+
+def test_packed_requests_read_back_as_entries_in_order_with_their_wall_time() -> None:
+    clock = ManualClock()
+    journal = Journal(capacity=3, wall_at=clock.wall_at)
+    opened = journal.ticket()
+    transition = journal.record(
+        Entry(seq=journal.ticket(), opened=0, kind="transition", at=0.0, time="t", after="running")
+    )
+    journal.request(
+        opened, 2.5, "GET", "/v1/sandboxes/{id}", "/v1/sandboxes/sb_1", "usr_1", "sb_1",
+        Status.PAUSING, 200, 1.25, ("rule_1",), None,
+    )  # fmt: skip
+    entries = list(journal)
+    assert entries[0] is transition
+    request = entries[1]
+    assert (request.seq, request.opened, request.kind) == (3, 1, "request")
+    assert request.time == MANUAL_EPOCH + timedelta(seconds=2.5)
+    # The enum is stored as it came and read back as the API's plain string.
+    assert request.sandbox_status == "pausing"
+    assert type(request.sandbox_status) is str
+    assert request.rules == ["rule_1"]
+    assert request.as_json()["route"] == "/v1/sandboxes/{id}"
+    assert journal.requests(sandbox="sb_1", status=200) == [request]
+    assert list(journal)[1] is request  # built once, not on every read
+
+
+def test_packed_requests_count_against_the_ring() -> None:
+    journal = Journal(capacity=2)
+    for index in range(4):
+        journal.request(
+            journal.ticket(), 0.0, "GET", "/healthz", f"/healthz?{index}", None, None,
+            None, 200, 0.1, (), None,
+        )  # fmt: skip
+    assert journal.dropped == 2
+    assert [entry.path for entry in journal.tail(5)] == ["/healthz?2", "/healthz?3"]
+    assert isinstance(journal.tail(1)[0].time, datetime)  # real wall time by default
