@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import enum
+import inspect
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -96,23 +97,7 @@ class Entry:
 
 _ENTRY_FIELDS = frozenset(field.name for field in fields(Entry))
 
-#: A request as :meth:`Journal.request` takes it: these fields, in this order, kept packed in a
-#: tuple until someone reads the journal.
-_PACKED_FIELDS = (
-    "seq",
-    "opened",
-    "at",
-    "method",
-    "route",
-    "path",
-    "tenant",
-    "sandbox",
-    "sandbox_status",
-    "status",
-    "duration_ms",
-    "rules",
-    "detail",
-)
+#: A request kept packed until someone reads the journal (see :meth:`Journal.request`).
 _Packed = tuple[Any, ...]
 
 
@@ -341,3 +326,8 @@ def _near_misses(entries: list[Entry], route: str) -> str:
     if not similar:
         return "The journal has no requests."
     return "Closest requests:\n" + "\n".join("  " + entry.describe() for entry in similar[-10:])
+
+
+#: The fields of a packed request, in order: its ``seq``, then what :meth:`Journal.request`
+#: takes, read off its signature so the two cannot drift apart.
+_PACKED_FIELDS = ("seq", *list(inspect.signature(Journal.request).parameters)[1:])

@@ -60,10 +60,10 @@ class RequestScope:
 
     __slots__ = ("directives", "request_id", "rules", "tenant")
 
-    def __init__(self, request_id: str = "", tenant: Tenant | None = None) -> None:
+    def __init__(self, request_id: str = "") -> None:
         #: Sent as ``X-Request-ID``; streams need it before their headers go out.
         self.request_id = request_id
-        self.tenant = tenant
+        self.tenant: Tenant | None = None
         #: Fault actions a handler carries out itself (stream faults, surviving processes).
         #: Replaced, never changed in place.
         self.directives = NO_DIRECTIVES
