@@ -41,7 +41,14 @@ class ServerConfig:
     journal_capacity: int = 10_000
     #: Per-process output journal size (the real service keeps 1 MiB).
     output_cap_bytes: int = 1 << 20
-    max_file_bytes: int = 64 << 20
+    #: Largest upload; the sandbox shell's own filesystem caps a file at 10 MB too.
+    max_file_bytes: int = 10_000_000
+    #: Output one buffered ``/exec`` (or ``?stream=true``) may produce before it is stopped.
+    exec_output_cap_bytes: int = 1 << 20
+    #: Step budget of one command (an exec or a process): commands and loop iterations.
+    max_commands: int = 1_000_000
+    #: Wall-clock seconds one command may run (``None``: no limit).
+    max_command_seconds: float | None = 600.0
     max_json_bytes: int = 256 << 10
     heartbeat_s: float = 5.0
     #: Upper bound for ``wait?timeout_ms=`` and the default when absent.

@@ -52,6 +52,9 @@ FILE_TOO_LARGE = "file exceeds the maximum upload size"
 PROCESS_NOT_FOUND = "process not found"
 PROCESS_STDIN_CLOSED = "process stdin is already closed"
 PROCESS_EXITED = "process has exited"
+EXEC_OUTPUT_TOO_LARGE = (
+    "output limit exceeded: the command wrote more than {cap} bytes and was stopped"
+)
 PROCESS_NOT_PTY = "process is not a pty"
 PROCESS_IS_PTY = "stdin close is not supported for pty processes"
 SIGNAL_INVALID = "signal must be one of {allowed}"

@@ -26,6 +26,7 @@ from fake_server.faults import FaultEngine
 from fake_server.identifiers import Identifiers
 from fake_server.journal import Entry, Journal
 from fake_server.lifecycle import Lifecycle, TransitionEvent
+from fake_server.network import Responder
 from fake_server.processes import ManagedProcess
 from fake_server.runtime import Runtime
 from fake_server.sandbox import Sandbox
@@ -41,7 +42,7 @@ class FakeCreateOS:
     """An in-memory CreateOS sandbox API.
 
     Attributes: ``config``, ``clock``, ``journal``, ``tenants``, ``sandboxes`` (management
-    operations), ``runtime`` (exec/files/processes), ``commands`` (the emulator's command
+    operations), ``runtime`` (exec/files/processes), ``commands`` (the sandbox shell's command
     registry), ``seed``.
     """
 
@@ -53,7 +54,7 @@ class FakeCreateOS:
         self.clock: Clock = ManualClock() if config.manual_clock else RealClock()
         self.ids = Identifiers(config.seed)
         self.journal = Journal(config.journal_capacity, wall_at=self.clock.wall_at)
-        self.commands = CommandRegistry.with_builtins()
+        self.commands = CommandRegistry()
         self.tenants = Tenants(self.ids, strict=config.strict)
         self.lifecycle = Lifecycle(
             self.clock, config.durations(), on_event=self._journal_transition
@@ -112,7 +113,7 @@ class FakeCreateOS:
         self.tenants.forget(api_key)
 
     def register_command(self, name: str, handler: CommandHandler) -> None:
-        """Add a command to the emulator, e.g. a fake ``python3`` that streams output.
+        """Add a command to every sandbox's shell, e.g. a fake ``python3`` that streams output.
 
         Example::
 
@@ -122,6 +123,19 @@ class FakeCreateOS:
             fake.register_command("python3", python3)
         """
         self.commands.register(name, handler)
+
+    def register_responder(self, host: str, responder: Responder) -> None:
+        """Answer ``curl``/``wget`` inside sandboxes for ``host`` (``"api.example.com"``,
+        ``"api.example.com:8443"`` or ``"*.example.com"``); the sandbox's egress rules still
+        decide whether a request may leave. Nothing ever reaches the real network.
+
+        Example::
+
+            fake.register_responder(
+                "api.example.com", lambda request: SimulatedResponse(200, b'{"ok": true}')
+            )
+        """
+        self.runtime.network.register(host, responder)
 
     # -- reset --------------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
-"""An in-memory, POSIX-like filesystem for one fake sandbox.
+"""One fake sandbox's filesystem: an in-memory tree the sandbox's shell runs against.
 
-Nothing here touches the host: files are ``bytes`` values in a dict keyed by absolute
-normalised path, directories are a set of paths. There are no permissions, links or
-timestamps, only what the fake's exec/file endpoints and the shell emulator need.
+The tree is a :class:`bashkit.FileSystem` (nothing here touches the host): the interpreters that
+run a sandbox's commands mount this very object at ``/``, so a file written through the files
+API is what ``cat`` reads, and what one process writes the next one sees. This class is the
+fake's own view of it: POSIX-style errors (:class:`FsError` with an errno name), size caps for
+uploads, a copy for forks, and the files a plausible Linux image starts with.
 
 Example:
     >>> fs = FileSystem()
@@ -13,12 +15,74 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import posixpath
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import NamedTuple
 
-__all__ = ["DEFAULT_DIRS", "FileSystem", "FsError"]
+import bashkit
+
+__all__ = [
+    "DEFAULT_DIRS",
+    "FDS_PER_LIVE_TREE",
+    "LIVE_TREES",
+    "OS_RELEASE",
+    "FileSystem",
+    "FsError",
+    "live_trees",
+    "programs",
+]
 
 #: Directories every new filesystem starts with; ``/root`` is the default cwd.
-DEFAULT_DIRS: frozenset[str] = frozenset({"/", "/tmp", "/root"})
+#: ``/bin`` and ``/usr/bin`` are mount points: every interpreter mounts the shared, read-only
+#: program directory there (see :func:`programs`).
+DEFAULT_DIRS: tuple[str, ...] = (
+    "/root",
+    "/tmp",
+    "/etc",
+    "/home",
+    "/bin",
+    "/usr/bin",
+    "/usr/local/bin",
+    "/var/tmp",
+)
+
+#: Device files the interpreter provides in every tree (not the sandbox's data).
+_DEVICE_DIRS = frozenset({"/dev"})
+
+#: The image a sandbox says it runs (``/etc/os-release``); ``uname`` agrees with it.
+OS_RELEASE = b"""PRETTY_NAME="Ubuntu 24.04.1 LTS"
+NAME="Ubuntu"
+VERSION_ID="24.04"
+VERSION="24.04.1 LTS (Noble Numbat)"
+VERSION_CODENAME=noble
+ID=ubuntu
+ID_LIKE=debian
+UBUNTU_CODENAME=noble
+VARIANT="CreateOS sandbox (fake-createos)"
+VARIANT_ID=createos-fake
+"""
+
+#: The configuration files of the image (the rest of ``/etc`` is the client's to write).
+_ETC_FILES: dict[str, bytes] = {
+    "/etc/os-release": OS_RELEASE,
+    "/etc/passwd": b"root:x:0:0:root:/root:/bin/bash\n"
+    b"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    "/etc/group": b"root:x:0:\nnogroup:x:65534:\n",
+    "/etc/hosts": b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    "/etc/shells": b"/bin/sh\n/bin/bash\n/usr/bin/sh\n/usr/bin/bash\n",
+    "/etc/timezone": b"Etc/UTC\n",
+}
+
+
+def _image_nodes() -> list[_Node]:
+    nodes = [_Node(d, "directory", 0o755, b"") for d in DEFAULT_DIRS]
+    nodes[DEFAULT_DIRS.index("/tmp")] = _Node("/tmp", "directory", 0o1777, b"")
+    nodes += [_Node(path, "file", 0o644, content) for path, content in _ETC_FILES.items()]
+    return nodes
+
 
 #: ``strerror`` text for each errno the filesystem raises, as the C library spells it.
 ERRNO_MESSAGES: dict[str, str] = {
@@ -30,6 +94,18 @@ ERRNO_MESSAGES: dict[str, str] = {
     "EINVAL": "Invalid argument",
     "ENOTEMPTY": "Directory not empty",
 }
+
+#: How bashkit words its I/O errors, and the errno each means (first match wins).
+_NATIVE_ERRORS: tuple[tuple[str, str], ...] = (
+    ("not a directory", "ENOTDIR"),
+    ("is a directory", "EISDIR"),
+    ("rename file over directory", "EISDIR"),
+    ("not found", "ENOENT"),
+    ("directory exists", "EEXIST"),
+    ("not empty", "ENOTEMPTY"),
+    ("too large", "EFBIG"),
+    ("filesystem full", "EFBIG"),
+)
 
 
 class FsError(Exception):
@@ -49,11 +125,21 @@ class FsError(Exception):
         self.path = path
 
 
-class FileSystem:
-    """A tree of directories and byte files, with optional size caps.
+def _native_error(exc: Exception, path: str) -> FsError:
+    text = str(exc)
+    for needle, errno_name in _NATIVE_ERRORS:
+        if needle in text:
+            return FsError(errno_name, path)
+    return FsError("EINVAL", path)
 
-    ``max_file_bytes`` caps any single file and ``max_total_bytes`` caps the sum of all
-    files; a write that would exceed either raises ``FsError("EFBIG")`` and changes nothing.
+
+class FileSystem:
+    """A tree of directories and byte files, with optional size caps on writes made here.
+
+    ``max_file_bytes`` caps any single file and ``max_total_bytes`` the sum of all files for
+    writes through this class (the files API); a write that would exceed either raises
+    ``FsError("EFBIG")`` and changes nothing. Commands in the sandbox write through the
+    interpreter, which caps a file at 10 MB and a sandbox at 100 MB (bashkit's own limits).
 
     Example:
         >>> fs = FileSystem(max_file_bytes=4)
@@ -63,17 +149,48 @@ class FileSystem:
         (['x'], 3)
     """
 
-    # Slots keep an idle filesystem small: the fake may hold thousands of sandboxes.
-    __slots__ = ("_dirs", "_files", "_max_file_bytes", "_max_total_bytes", "_total_bytes")
+    __slots__ = ("__weakref__", "_cold", "_max_file_bytes", "_max_total_bytes", "_native", "_pins")
 
     def __init__(
         self, *, max_file_bytes: int | None = None, max_total_bytes: int | None = None
     ) -> None:
-        self._files: dict[str, bytes] = {}
-        self._dirs: set[str] = set(DEFAULT_DIRS)
         self._max_file_bytes = max_file_bytes
         self._max_total_bytes = max_total_bytes
-        self._total_bytes = 0
+        # A tree starts cold (plain Python data): a live bashkit tree holds a runtime and
+        # three file descriptors, so only the trees in use are live (see `native`).
+        self._native: bashkit.FileSystem | None = None
+        self._cold: list[_Node] | None = _IMAGE
+        self._pins = 0
+
+    @property
+    def native(self) -> bashkit.FileSystem:
+        """The live tree, mounted at ``/`` by every interpreter of the sandbox. Made live on
+        demand; the least recently used idle trees go cold again past :data:`LIVE_TREES`."""
+        if self._native is None:
+            self._native = _thaw(self._cold or [])
+            self._cold = None
+        _LIVE.touch(self)
+        return self._native
+
+    def pin(self) -> None:
+        """Keep the tree live while an interpreter has it mounted (``unpin`` when done)."""
+        self._pins += 1
+
+    def unpin(self) -> None:
+        self._pins -= 1
+
+    @property
+    def live(self) -> bool:
+        """Whether the tree is live now (for tests and the memory benchmark)."""
+        return self._native is not None
+
+    def _freeze(self) -> bool:
+        """Turn an idle live tree back into plain data; False if it is in use."""
+        if self._native is None or self._pins:
+            return self._native is None
+        self._cold = _nodes(self._native)
+        self._native = None
+        return True
 
     @staticmethod
     def normalize(path: str, cwd: str = "/") -> str:
@@ -97,23 +214,45 @@ class FileSystem:
                 parts.append(part)
         return "/" + "/".join(parts)
 
-    @property
-    def total_bytes(self) -> int:
-        """The summed size of every file, as counted against ``max_total_bytes``."""
-        return self._total_bytes
+    # -- queries ------------------------------------------------------------------------------
+
+    def _kind(self, path: str) -> str | None:
+        """``"file"``, ``"directory"``, ``"symlink"`` or None when nothing is there."""
+        try:
+            return str(self.native.stat(path)["file_type"])
+        except RuntimeError:
+            return None
 
     def exists(self, path: str) -> bool:
         """Whether ``path`` names a file or a directory."""
-        path = self.normalize(path)
-        return path in self._dirs or path in self._files
+        return self._kind(self.normalize(path)) is not None
 
     def is_dir(self, path: str) -> bool:
         """Whether ``path`` names a directory."""
-        return self.normalize(path) in self._dirs
+        return self._kind(self.normalize(path)) == "directory"
 
     def is_file(self, path: str) -> bool:
         """Whether ``path`` names a regular file."""
-        return self.normalize(path) in self._files
+        return self._kind(self.normalize(path)) == "file"
+
+    def _walk_files(self, path: str) -> Iterator[tuple[str, int]]:
+        """Every regular file under the directory ``path`` with its size."""
+        for entry in self.native.read_dir(path):
+            child = posixpath.join(path, entry["name"])
+            kind = entry["metadata"]["file_type"]
+            if child in _DEVICE_DIRS:
+                continue
+            if kind == "directory":
+                yield from self._walk_files(child)
+            elif kind == "file":
+                yield child, int(entry["metadata"]["size"])
+
+    @property
+    def total_bytes(self) -> int:
+        """The summed size of every file, as counted against ``max_total_bytes``."""
+        if self._native is None:
+            return sum(len(n.content) for n in self._cold or [] if n.kind == "file")
+        return sum(size for _, size in self._walk_files("/"))
 
     def read(self, path: str) -> bytes:
         """Return the content of the file at ``path``.
@@ -125,12 +264,25 @@ class FileSystem:
             fake_server.filesystem.FsError: Is a directory
         """
         path = self.normalize(path)
-        if path in self._dirs:
-            raise FsError("EISDIR", path)
-        if path not in self._files:
-            self._check_ancestors(path)
-            raise FsError("ENOENT", path)
-        return self._files[path]
+        try:
+            return self.native.read_file(path)
+        except RuntimeError as exc:
+            raise _native_error(exc, path) from None
+
+    def listdir(self, path: str) -> list[str]:
+        """Return the sorted names of the entries directly inside directory ``path``.
+
+        Example:
+            >>> "etc" in FileSystem().listdir("/")
+            True
+        """
+        path = self.normalize(path)
+        try:
+            return sorted(entry["name"] for entry in self.native.read_dir(path))
+        except RuntimeError as exc:
+            raise _native_error(exc, path) from None
+
+    # -- changes ------------------------------------------------------------------------------
 
     def write(
         self, path: str, data: bytes, *, append: bool = False, make_parents: bool = False
@@ -145,23 +297,25 @@ class FileSystem:
             b'12'
         """
         path = self.normalize(path)
-        if path in self._dirs:
+        kind = self._kind(path)
+        if kind == "directory":
             raise FsError("EISDIR", path)
-        old = self._files.get(path, b"")
-        new = old + data if append else data
-        if self._max_file_bytes is not None and len(new) > self._max_file_bytes:
+        old = self.native.stat(path)["size"] if kind == "file" else 0
+        new_size = old + len(data) if append else len(data)
+        if self._max_file_bytes is not None and new_size > self._max_file_bytes:
             raise FsError("EFBIG", path)
-        total = self._total_bytes - len(old) + len(new)
-        if self._max_total_bytes is not None and total > self._max_total_bytes:
+        cap = self._max_total_bytes
+        if cap is not None and self.total_bytes - old + new_size > cap:
             raise FsError("EFBIG", path)
-        if path not in self._files:
-            parent = posixpath.dirname(path)
-            if make_parents:
-                self._ensure_dir(parent)
+        if kind is None:
+            self._prepare_parent(path, create=make_parents)
+        try:
+            if append and kind == "file":
+                self.native.append_file(path, data)
             else:
-                self._require_dir(parent)
-        self._files[path] = new
-        self._total_bytes = total
+                self.native.write_file(path, data)
+        except RuntimeError as exc:
+            raise _native_error(exc, path) from None
 
     def mkdir(self, path: str, *, parents: bool = False) -> None:
         """Create the directory ``path``; ``parents`` acts like ``mkdir -p``.
@@ -175,17 +329,16 @@ class FileSystem:
             >>> fs.mkdir("/tmp", parents=True)
         """
         path = self.normalize(path)
-        if path in self._files:
+        kind = self._kind(path)
+        if kind == "directory" and parents:
+            return
+        if kind is not None:
             raise FsError("EEXIST", path)
-        if path in self._dirs:
-            if parents:
-                return
-            raise FsError("EEXIST", path)
-        if parents:
-            self._ensure_dir(path)
-        else:
-            self._require_dir(posixpath.dirname(path))
-            self._dirs.add(path)
+        self._prepare_parent(path, create=parents)
+        try:
+            self.native.mkdir(path)
+        except RuntimeError as exc:
+            raise _native_error(exc, path) from None
 
     def remove(self, path: str, *, recursive: bool = False, force: bool = False) -> None:
         """Delete the file or directory tree at ``path`` (like ``rm``, ``-r``, ``-f``).
@@ -199,23 +352,18 @@ class FileSystem:
             fake_server.filesystem.FsError: Is a directory
         """
         path = self.normalize(path)
-        if path in self._files:
-            self._total_bytes -= len(self._files.pop(path))
-            return
-        if path not in self._dirs:
+        kind = self._kind(path)
+        if kind is None:
             if force:
                 return
             raise FsError("ENOENT", path)
-        if not recursive:
-            raise FsError("EISDIR", path)
-        if path == "/":
-            # Like GNU rm's --preserve-root: wiping the whole sandbox is never intended.
-            raise FsError("EINVAL", path)
-        prefix = path + "/"
-        for file in [f for f in self._files if f.startswith(prefix)]:
-            self._total_bytes -= len(self._files.pop(file))
-        self._dirs.difference_update([d for d in self._dirs if d.startswith(prefix)])
-        self._dirs.discard(path)
+        if kind == "directory":
+            if not recursive:
+                raise FsError("EISDIR", path)
+            if path == "/":
+                # Like GNU rm's --preserve-root: wiping the whole sandbox is never intended.
+                raise FsError("EINVAL", path)
+        self.native.remove(path, recursive=recursive)
 
     def rename(self, src: str, dst: str) -> None:
         """Move the file or directory ``src`` to ``dst`` (like ``rename(2)``).
@@ -230,49 +378,45 @@ class FileSystem:
         src, dst = self.normalize(src), self.normalize(dst)
         if src == dst:
             return
-        self._require_dir(posixpath.dirname(dst))
-        if src in self._files:
-            if dst in self._dirs:
-                raise FsError("EISDIR", dst)
-            self._total_bytes -= len(self._files.get(dst, b""))
-            self._files[dst] = self._files.pop(src)
-            return
-        if src not in self._dirs:
+        source_kind = self._kind(src)
+        if source_kind is None:
             raise FsError("ENOENT", src)
+        self._prepare_parent(dst, create=False)
         if src == "/" or dst.startswith(src + "/"):
             raise FsError("EINVAL", dst)
-        if dst in self._files:
+        target_kind = self._kind(dst)
+        if source_kind == "directory" and target_kind == "file":
             raise FsError("ENOTDIR", dst)
-        if dst in self._dirs and self.listdir(dst):
-            raise FsError("ENOTEMPTY", dst)
-        prefix = src + "/"
-        self._dirs = {dst + d[len(src) :] if d.startswith(prefix) else d for d in self._dirs}
-        self._dirs.discard(src)
-        self._dirs.add(dst)
-        self._files = {
-            dst + f[len(src) :] if f.startswith(prefix) else f: data
-            for f, data in self._files.items()
-        }
+        if target_kind == "directory":
+            if source_kind != "directory":
+                raise FsError("EISDIR", dst)
+            if self.native.read_dir(dst):
+                raise FsError("ENOTEMPTY", dst)
+            self.native.remove(dst)
+        try:
+            self.native.rename(src, dst)
+        except RuntimeError as exc:
+            raise _native_error(exc, src) from None
 
-    def listdir(self, path: str) -> list[str]:
-        """Return the sorted names of the entries directly inside directory ``path``.
-
-        Example:
-            >>> FileSystem().listdir("/")
-            ['root', 'tmp']
-        """
-        path = self.normalize(path)
-        self._require_dir(path)
-        prefix = "/" if path == "/" else path + "/"
-        names = {
-            entry[len(prefix) :]
-            for entry in (*self._dirs, *self._files)
-            if entry.startswith(prefix) and "/" not in entry[len(prefix) :] and entry != "/"
-        }
-        return sorted(names)
+    def _prepare_parent(self, path: str, *, create: bool) -> None:
+        """Make sure ``path``'s parent is a directory, as the kernel checks it: a file on the
+        way is ``ENOTDIR``, a missing directory ``ENOENT`` unless ``create`` (``mkdir -p``)."""
+        parent = "/"
+        for part in posixpath.dirname(path).split("/")[1:]:
+            if not part:
+                continue
+            parent = posixpath.join(parent, part)
+            kind = self._kind(parent)
+            if kind == "directory" or kind == "symlink":
+                continue
+            if kind is not None:
+                raise FsError("ENOTDIR", path)
+            if not create:
+                raise FsError("ENOENT", posixpath.dirname(path))
+            self.native.mkdir(parent)
 
     def clone(self) -> FileSystem:
-        """Return an independent copy (for forks and snapshots); bytes are shared safely.
+        """Return an independent copy (for forks): every directory, file and mode.
 
         Example:
             >>> fs = FileSystem()
@@ -284,33 +428,115 @@ class FileSystem:
         copy = FileSystem(
             max_file_bytes=self._max_file_bytes, max_total_bytes=self._max_total_bytes
         )
-        copy._files = dict(self._files)
-        copy._dirs = set(self._dirs)
-        copy._total_bytes = self._total_bytes
+        copy._cold = _nodes(self._native) if self._native is not None else self._cold
         return copy
 
-    def _ensure_dir(self, path: str) -> None:
-        """Create the normalised ``path`` and its missing ancestors, like ``mkdir -p``."""
-        if path in self._dirs:
-            return
-        if path in self._files:
-            raise FsError("ENOTDIR", path)
-        self._ensure_dir(posixpath.dirname(path))
-        self._dirs.add(path)
 
-    def _require_dir(self, path: str) -> None:
-        """Raise unless the normalised ``path`` is an existing directory."""
-        if path in self._dirs:
-            return
-        if path in self._files:
-            raise FsError("ENOTDIR", path)
-        self._check_ancestors(path)
-        raise FsError("ENOENT", path)
+class _Node(NamedTuple):
+    """One entry of a cold tree: parents come before their children."""
 
-    def _check_ancestors(self, path: str) -> None:
-        """Raise ``ENOTDIR`` if some ancestor of ``path`` is a file, as the kernel would."""
-        parent = posixpath.dirname(path)
-        while parent != "/":
-            if parent in self._files:
-                raise FsError("ENOTDIR", path)
-            parent = posixpath.dirname(parent)
+    path: str
+    kind: str
+    mode: int
+    content: bytes | str  # a file's bytes, a symlink's target, b"" for a directory
+
+
+def _nodes(tree: bashkit.FileSystem, path: str = "/") -> list[_Node]:
+    nodes: list[_Node] = []
+    for entry in tree.read_dir(path):
+        child = posixpath.join(path, entry["name"])
+        if child in _DEVICE_DIRS:
+            continue  # every live tree has its own /dev/null, /dev/urandom...
+        kind = entry["metadata"]["file_type"]
+        mode = int(entry["metadata"]["mode"])
+        if kind == "directory":
+            nodes.append(_Node(child, kind, mode, b""))
+            nodes.extend(_nodes(tree, child))
+        elif kind == "symlink":
+            nodes.append(_Node(child, kind, mode, tree.read_link(child)))
+        else:
+            nodes.append(_Node(child, kind, mode, tree.read_file(child)))
+    return nodes
+
+
+def _thaw(nodes: list[_Node]) -> bashkit.FileSystem:
+    tree = bashkit.FileSystem()
+    for node in nodes:
+        if node.kind == "directory":
+            tree.mkdir(node.path, recursive=True)
+        elif node.kind == "symlink":
+            tree.symlink(str(node.content), node.path)
+            continue
+        else:
+            tree.write_file(node.path, bytes(node.content))  # type: ignore[arg-type]
+        tree.chmod(node.path, node.mode)
+    return tree
+
+
+#: How many idle trees stay live (each holds a runtime and three file descriptors).
+LIVE_TREES = 64
+
+
+class _LiveTrees:
+    """The live trees, least recently used first; past the limit, idle ones go cold."""
+
+    def __init__(self) -> None:
+        self._order: OrderedDict[int, weakref.ref[FileSystem]] = OrderedDict()
+
+    def touch(self, fs: FileSystem) -> None:
+        key = id(fs)
+        if key in self._order:
+            self._order.move_to_end(key)
+            return
+        self._order[key] = weakref.ref(fs, functools.partial(self._forget, key))
+        if len(self._order) > LIVE_TREES:
+            for old_key, ref in list(self._order.items())[: len(self._order) - LIVE_TREES]:
+                tree = ref()
+                if tree is None or tree._freeze():
+                    self._order.pop(old_key, None)
+
+    def _forget(self, key: int, _: object) -> None:
+        self._order.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+_LIVE = _LiveTrees()
+#: What one live tree costs in file descriptors (its runtime's epoll and wakers).
+FDS_PER_LIVE_TREE = 3
+
+
+def live_trees() -> int:
+    """How many trees are live now (at most :data:`LIVE_TREES` idle ones, plus those in use).
+
+    Example:
+        >>> live_trees() >= 0
+        True
+    """
+    return len(_LIVE)
+
+
+_IMAGE = _image_nodes()
+_PROGRAMS: bashkit.FileSystem | None = None
+
+
+def programs() -> bashkit.FileSystem:
+    """The image's program directory, shared by every sandbox (mounted read-only at ``/bin``
+    and ``/usr/bin``): one small stub per interpreter command, so ``/bin/cat`` and
+    ``command -v tar`` find programs where a Linux image keeps them. Built once.
+
+    Example:
+        >>> programs().exists("/cat")
+        True
+    """
+    global _PROGRAMS
+    if _PROGRAMS is None:
+        source = bashkit.Bash().fs()
+        tree = bashkit.FileSystem()
+        for entry in source.read_dir("/bin"):
+            name = "/" + entry["name"]
+            tree.write_file(name, source.read_file("/bin" + name))
+            tree.chmod(name, 0o755)
+        _PROGRAMS = tree
+    return _PROGRAMS

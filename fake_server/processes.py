@@ -1,4 +1,4 @@
-"""Managed processes: a command running in the emulator, its bounded output journal, and the
+"""Managed processes: a command running in the sandbox shell, its bounded output journal, and the
 operations the API offers on it (connect with replay, input, stdin close, signal, wait, delete).
 
 Plain asyncio: the HTTP layer only turns frames into NDJSON lines.
@@ -9,7 +9,7 @@ Example::
         process_id="proc_1", pid=100, cmd="/bin/bash", args=["-lc", "echo hi"], cwd="/",
         clock=clock, created_at=clock.wall(),
     )
-    process.start(shell, fs=sandbox.fs, env={})
+    process.start(shell, Invocation(process.cmd, process.args, fs=sandbox.fs))
     async for frame in process.connect(after=0, heartbeat_s=5):
         ...   # {"type": "data", "seq": 1, ...}, then {"type": "exit", "exit_code": 0, ...}
 """
@@ -28,8 +28,8 @@ from typing import Any
 from fake_server import errors
 from fake_server.clock import Clock, isoformat
 from fake_server.errors import ApiError
-from fake_server.filesystem import FileSystem
-from fake_server.shell import CommandContext, Shell, StdinReader
+from fake_server.shell import Invocation, Shell, Terminal
+from fake_server.streams import StdinReader
 
 __all__ = [
     "ALLOWED_SIGNALS",
@@ -156,7 +156,7 @@ class ManagedProcess:
         clock: Clock,
         created_at: datetime,
         output_cap: int = DEFAULT_OUTPUT_CAP,
-        kind: str = "process",
+        terminal: Terminal | None = None,
         on_exit: Callable[[ManagedProcess], None] = lambda process: None,
     ) -> None:
         self.process_id = process_id
@@ -164,7 +164,9 @@ class ManagedProcess:
         self.cmd = cmd
         self.args = args
         self.cwd = cwd
-        self.kind = kind
+        #: A PTY process's terminal (its size, its echo); None for a pipe process.
+        self.terminal = terminal
+        self.kind = "process" if terminal is None else "pty"
         self.clock = clock
         self.created_at = created_at
         self.output = OutputJournal(output_cap)
@@ -182,29 +184,23 @@ class ManagedProcess:
 
     # -- running ----------------------------------------------------------------------------
 
-    def start(self, shell: Shell, *, fs: FileSystem, env: dict[str, str]) -> None:
-        """Start the command in the emulator as a task on the running loop."""
-        context = CommandContext(
-            fs=fs,
-            cwd=self.cwd,
-            env=env,
-            stdin=self.stdin,
-            stdout=_OutputSink(self, "stdout"),
-            stderr=_OutputSink(self, "stderr"),
-            sleep=self.clock.sleep,
-        )
+    def start(self, shell: Shell, invocation: Invocation) -> None:
+        """Start the invocation in the shell as a task on the running loop; its output goes
+        to this process's journal (one ``pty`` stream for a PTY, as a terminal merges them)."""
+        if self.terminal is None:
+            invocation.stdout = _OutputSink(self, "stdout")
+            invocation.stderr = _OutputSink(self, "stderr")
+        else:
+            invocation.stdout = invocation.stderr = _OutputSink(self, "pty")
         self.state = ProcessState.RUNNING
-        self._task = asyncio.get_running_loop().create_task(self._run(shell, context))
+        self._task = asyncio.get_running_loop().create_task(self._run(shell, invocation))
 
-    async def _run(self, shell: Shell, context: CommandContext) -> None:
+    async def _run(self, shell: Shell, invocation: Invocation) -> None:
         try:
-            code = await shell.run(self.cmd, self.args, context)
+            code = await shell.run(invocation)
         except asyncio.CancelledError:
             # Cancelled by terminate(), which records the signal itself.
             return
-        except Exception as exc:  # a user-registered handler failed: report it like bash would
-            context.stderr.write(f"fake-createos: command handler failed: {exc!r}\n".encode())
-            code = 1
         self._finish(exit_code=code, signal=None)
 
     def _finish(self, *, exit_code: int | None, signal: str | None) -> None:
@@ -239,7 +235,11 @@ class ManagedProcess:
             raise ApiError(409, errors.PROCESS_EXITED)
         if self.stdin.closed:
             raise ApiError(409, errors.PROCESS_STDIN_CLOSED)
-        self.stdin.feed(data)
+        if self.terminal is not None and self.terminal.echo:
+            # The terminal echoes what is typed, whoever reads it (and maps NL to CR NL).
+            self.output.append("pty", data.replace(b"\r", b"\n").replace(b"\n", b"\r\n"))
+            self.notify()
+        self.stdin.feed(data.replace(b"\r", b"\n") if self.terminal is not None else data)
         self.input_seq += 1
         return self.input_seq
 

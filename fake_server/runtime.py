@@ -5,13 +5,14 @@ provider must never break is exactly that one.
 
 Example::
 
-    runtime = Runtime(clock, ids, CommandRegistry.with_builtins(), config)
+    runtime = Runtime(clock, ids, CommandRegistry(), config)
     outcome = await runtime.exec(sandbox, ExecSpec(cmd="/bin/echo", args=["hi"]))
     outcome["result"]["stdout"]   # 'hi\\n'
 """
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -24,18 +25,13 @@ from fake_server.errors import ApiError
 from fake_server.filesystem import FileSystem, FsError
 from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import Lifecycle
+from fake_server.network import Network
 from fake_server.processes import ManagedProcess, OutputFrame
 from fake_server.sandbox import Sandbox
-from fake_server.shell import BufferSink, CommandContext, CommandRegistry, Shell, StdinReader
+from fake_server.shell import CommandRegistry, Invocation, Shell, ShellLimits, Terminal
+from fake_server.streams import CappedSink, StdinReader
 
 __all__ = ["ExecSpec", "ProcessSpec", "Runtime"]
-
-_BASE_ENV = {
-    "HOME": "/root",
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "USER": "root",
-    "SHELL": "/bin/bash",
-}
 
 
 @dataclass(slots=True)
@@ -56,11 +52,12 @@ class ProcessSpec:
     args: list[str] = field(default_factory=list)
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    pty: bool = False
+    #: ``(rows, cols)`` of a PTY process; None for a pipe process.
+    pty: tuple[int, int] | None = None
 
 
 class Runtime:
-    """Exec, files and processes over the command emulator."""
+    """Exec, files and processes over the sandbox shell."""
 
     def __init__(
         self,
@@ -75,7 +72,13 @@ class Runtime:
         self.clock = clock
         self.ids = ids
         self.commands = commands
-        self.shell = Shell(commands)
+        #: The simulated outside world ``curl``/``wget`` reach (responders by host).
+        self.network = Network()
+        limits = ShellLimits(
+            max_commands=config.max_commands,
+            max_seconds=config.max_command_seconds,
+        )
+        self.shell = Shell(commands, clock=clock, limits=limits, network=self.network)
         self.config = config
         self._on_process_event = on_process_event
         self._on_activity = on_activity
@@ -86,30 +89,42 @@ class Runtime:
         undeclared = sorted(set(overrides) - set(sandbox.envs))
         if undeclared:
             raise ApiError.invalid("env", errors.ENV_UNDECLARED)
-        return {**_BASE_ENV, **sandbox.envs, **overrides}
+        return {**sandbox.envs, **overrides}
 
     async def exec(self, sandbox: Sandbox, spec: ExecSpec) -> dict[str, Any]:
-        """Run a command to completion; the buffered ``/exec`` answer."""
+        """Run a command to completion; the buffered ``/exec`` answer.
+
+        Output beyond ``config.exec_output_cap_bytes`` stops the command: the answer keeps
+        what fit and says so in ``result.error``.
+        """
         Lifecycle.check_running(sandbox)
         env = self._environment(sandbox, spec.env)
         self._on_activity(sandbox)
-        stdout, stderr = BufferSink(), BufferSink()
-        context = CommandContext(
+        cap = self.config.exec_output_cap_bytes
+        stdout = CappedSink(cap, on_overflow=lambda: _ignore(command.cancel()))
+        stderr = stdout.sibling()
+        invocation = Invocation(
+            spec.cmd,
+            spec.args,
             fs=sandbox.fs,
-            cwd="/root",
             env=env,
             stdin=StdinReader(spec.stdin.encode()),
             stdout=stdout,
             stderr=stderr,
-            sleep=self.clock.sleep,
+            egress=sandbox.egress,
+            hostname=sandbox.name,
         )
         started = self.clock.now()
+        command = asyncio.ensure_future(self.shell.run(invocation))
         result: dict[str, Any] = {}
         try:
-            code = await self.shell.run(spec.cmd, spec.args, context)
-        except Exception as exc:  # a user-registered handler failed: an agent-level error
+            code = await asyncio.shield(command)
+        except asyncio.CancelledError:
+            if not stdout.overflowed:
+                command.cancel()  # the client went away: so does the command
+                raise
             code = 1
-            result["error"] = f"command handler failed: {exc!r}"
+            result["error"] = errors.EXEC_OUTPUT_TOO_LARGE.format(cap=cap)
         result = {
             "stdout": stdout.getvalue().decode("utf-8", "replace"),
             "stderr": stderr.getvalue().decode("utf-8", "replace"),
@@ -129,12 +144,29 @@ class Runtime:
         env = self._environment(sandbox, spec.env)
         self._on_activity(sandbox)
         process = self._new_process(
-            spec.cmd, spec.args, "/root", output_cap=self.config.max_file_bytes
+            spec.cmd, spec.args, "/root", output_cap=self.config.exec_output_cap_bytes
         )
         process.stdin.feed(spec.stdin.encode())
         process.stdin.close()
-        process.start(self.shell, fs=sandbox.fs, env=env)
+        process.start(self.shell, self._invocation(sandbox, process, env, live_stdin=False))
         return self._exec_frames(process)
+
+    @staticmethod
+    def _invocation(
+        sandbox: Sandbox, process: ManagedProcess, env: dict[str, str], *, live_stdin: bool
+    ) -> Invocation:
+        return Invocation(
+            process.cmd,
+            process.args,
+            fs=sandbox.fs,
+            cwd=process.cwd,
+            env=env,
+            stdin=process.stdin,
+            live_stdin=live_stdin,
+            terminal=process.terminal,
+            egress=sandbox.egress,
+            hostname=sandbox.name,
+        )
 
     async def _exec_frames(self, process: ManagedProcess) -> AsyncIterator[dict[str, Any]]:
         decoders = {
@@ -201,7 +233,13 @@ class Runtime:
     # -- managed processes --------------------------------------------------------------------
 
     def _new_process(
-        self, cmd: str, args: list[str], cwd: str, *, output_cap: int, kind: str = "process"
+        self,
+        cmd: str,
+        args: list[str],
+        cwd: str,
+        *,
+        output_cap: int,
+        terminal: Terminal | None = None,
     ) -> ManagedProcess:
         return ManagedProcess(
             process_id=self.ids.process_id(),
@@ -212,7 +250,7 @@ class Runtime:
             clock=self.clock,
             created_at=self.clock.wall(),
             output_cap=output_cap,
-            kind=kind,
+            terminal=terminal,
         )
 
     def start_process(self, sandbox: Sandbox, spec: ProcessSpec) -> ManagedProcess:
@@ -228,11 +266,11 @@ class Runtime:
             spec.args,
             cwd,
             output_cap=self.config.output_cap_bytes,
-            kind="pty" if spec.pty else "process",
+            terminal=Terminal(*spec.pty) if spec.pty else None,
         )
         process.on_exit = lambda finished: self._on_process_event(finished, sandbox, "exit")
         sandbox.processes[process.process_id] = process
-        process.start(self.shell, fs=sandbox.fs, env=env)
+        process.start(self.shell, self._invocation(sandbox, process, env, live_stdin=True))
         self._on_process_event(process, sandbox, "start")
         return process
 
@@ -249,6 +287,16 @@ class Runtime:
         if sandbox.has_processes:
             for process in sandbox.processes.values():
                 process.terminate("SIGKILL")
+
+    @staticmethod
+    def release(sandbox: Sandbox) -> None:
+        """Free a destroyed sandbox's files and processes (nothing can reach them again)."""
+        Runtime.stop_all(sandbox)
+        sandbox.release_runtime()
+
+
+def _ignore(_: object) -> None:
+    """Discard a result (a callback that must return None)."""
 
 
 def _file_error(exc: FsError) -> ApiError:

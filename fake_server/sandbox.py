@@ -85,6 +85,11 @@ class Sandbox:
     def fs(self, value: FileSystem) -> None:
         self._fs = value
 
+    def release_runtime(self) -> None:
+        """Drop the filesystem and processes (a destroyed sandbox holds no memory)."""
+        self._fs = None
+        self._processes = None
+
     @property
     def processes(self) -> dict[str, ManagedProcess]:
         """Managed processes by id, exited ones included (created on first use)."""

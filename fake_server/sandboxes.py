@@ -265,6 +265,8 @@ class SandboxService:
             self._cancel_auto_pause(sandbox)
         if status in TERMINAL or status is Status.DESTROYING:
             self._on_going_away(sandbox)
+        if status is Status.DESTROYED:
+            sandbox.release_runtime()
         if status is Status.RUNNING:
             sandbox.last_activity = self.clock.now()
             self._schedule_auto_pause(sandbox)
@@ -296,6 +298,7 @@ class SandboxService:
         """Stop everything a dropped tenant's sandboxes were doing: processes, timers."""
         for sandbox in tenant.sandboxes.values():
             self._on_going_away(sandbox)
+            sandbox.release_runtime()
             self._cancel_auto_pause(sandbox)
             self.lifecycle.abandon(sandbox)
         self._tenants_by_id.pop(tenant.id, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
@@ -58,3 +59,31 @@ async def create_sandbox(client: TestClient[Any, Any], **fields: Any) -> dict[st
     assert response.status == 200, body
     data: dict[str, Any] = body["data"]
     return data
+
+
+async def process_with_frames(
+    client: TestClient[Any, Any], sandbox_id: str, chunks: list[bytes]
+) -> str:
+    """A finished managed process whose output is exactly ``chunks``, one data frame each.
+
+    A command's writes may reach the output journal merged (as a pipe's reads merge them), so
+    tests that count frames feed ``cat`` one chunk at a time and wait for each to show.
+    """
+    base = f"/v1/sandboxes/{sandbox_id}/processes"
+    response = await client.post(base, json={"cmd": "cat"})
+    process_id: str = (await response.json())["data"]["process_id"]
+    base = f"{base}/{process_id}"
+    for seq, chunk in enumerate(chunks, start=1):
+        sent = await client.post(
+            f"{base}/input", json={"data_base64": base64.b64encode(chunk).decode()}
+        )
+        assert sent.status == 200, await sent.text()
+        for _ in range(5000):
+            view = (await (await client.get(base)).json())["data"]
+            if view["output"]["newest_seq"] >= seq:
+                break
+            await asyncio.sleep(0.001)
+        assert view["output"]["newest_seq"] == seq, view
+    await (await client.post(f"{base}/stdin/close")).read()
+    await (await client.get(f"{base}/wait")).read()
+    return process_id

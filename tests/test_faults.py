@@ -14,7 +14,7 @@ from fake_server import FakeCreateOS, ManualClock, ServerConfig
 from fake_server.faults import FaultError, parse_rule
 from fake_server.lifecycle import Status
 from fake_server.sandboxes import CreateSpec
-from tests.conftest import Client, ClientFactory, create_sandbox, eventually
+from tests.conftest import Client, ClientFactory, create_sandbox, eventually, process_with_frames
 from tests.test_api_sandboxes import expect_error
 
 MARKER = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
@@ -212,15 +212,6 @@ async def test_gate_reproduces_the_interleaving_every_time(
     assert outcomes == {(200, "running", 200, "destroyed")}
 
 
-async def start_process(client: Client, sandbox_id: str, script: str) -> str:
-    response = await client.post(
-        f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "/bin/bash", "args": ["-lc", script]}
-    )
-    process_id: str = (await response.json())["data"]["process_id"]
-    await client.get(f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/wait")
-    return process_id
-
-
 async def connect_lines(client: Client, path: str) -> list[str]:
     response = await client.get(path)
     return (await response.text()).splitlines()
@@ -238,7 +229,7 @@ async def test_stream_faults_on_connect(
     expected_seqs: list[int],
     ends_with_exit: bool,
 ) -> None:
-    process_id = await start_process(client, sandbox_id, "echo 1; echo 2; echo 3")
+    process_id = await process_with_frames(client, sandbox_id, [b"1\n", b"2\n", b"3\n"])
     path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect?after=0"
     fake.faults.stream(
         kind, after_frames=1, route="/v1/sandboxes/{id}/processes/{pid}/connect", times=1
@@ -259,7 +250,7 @@ async def test_stream_faults_on_connect(
 async def test_malformed_frame_and_evict_stream_faults(
     fake: FakeCreateOS, client: Client, sandbox_id: str
 ) -> None:
-    process_id = await start_process(client, sandbox_id, "echo 1; echo 2")
+    process_id = await process_with_frames(client, sandbox_id, [b"1\n", b"2\n"])
     path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect"
     fake.faults.stream(
         "malformed_frame",
@@ -501,7 +492,7 @@ async def test_clock_advance_needs_a_manual_clock(client: Client) -> None:
 async def test_missing_exit_status_and_duplicate_replay(
     fake: FakeCreateOS, client: Client, sandbox_id: str
 ) -> None:
-    process_id = await start_process(client, sandbox_id, "echo 1; echo 2")
+    process_id = await process_with_frames(client, sandbox_id, [b"1\n", b"2\n"])
     route = "/v1/sandboxes/{id}/processes/{pid}/connect"
     path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect"
     fake.faults.stream("missing_exit_status", route=route, times=1)

@@ -57,12 +57,18 @@ def test_nul_is_rejected_by_every_operation(fs: FileSystem) -> None:
 # -- defaults and files -------------------------------------------------------------------------
 
 
-def test_new_filesystem_has_root_tmp_and_home(fs: FileSystem) -> None:
-    assert fs.listdir("/") == ["root", "tmp"]
+#: What a new filesystem already holds: the image's configuration files.
+IMAGE_BYTES = FileSystem().total_bytes
+
+
+def test_new_filesystem_looks_like_a_linux_image(fs: FileSystem) -> None:
+    assert fs.listdir("/") == ["bin", "dev", "etc", "home", "root", "tmp", "usr", "var"]
     assert fs.is_dir("/")
     assert fs.is_dir("/tmp")
     assert fs.is_dir("/root")
-    assert fs.total_bytes == 0
+    assert b"ID=ubuntu" in fs.read("/etc/os-release")
+    assert fs.read("/etc/passwd").startswith(b"root:x:0:0:root:/root:/bin/bash\n")
+    assert 0 < IMAGE_BYTES < 2048
 
 
 def test_write_read_roundtrip_is_byte_exact(fs: FileSystem) -> None:
@@ -174,7 +180,7 @@ def test_remove_file_and_missing(fs: FileSystem) -> None:
     fs.write("/tmp/f", b"abc")
     fs.remove("/tmp/f")
     assert not fs.exists("/tmp/f")
-    assert fs.total_bytes == 0
+    assert fs.total_bytes == IMAGE_BYTES
     with pytest.raises(FsError) as missing:
         fs.remove("/tmp/f")
     assert errno_of(missing) == "ENOENT"
@@ -189,7 +195,7 @@ def test_remove_directory_needs_recursive(fs: FileSystem) -> None:
     assert errno_of(not_recursive) == "EISDIR"
     fs.remove("/tmp/d", recursive=True)
     assert fs.listdir("/tmp") == ["dx"]
-    assert fs.total_bytes == 1
+    assert fs.total_bytes == IMAGE_BYTES + 1
 
 
 def test_remove_root_is_refused(fs: FileSystem) -> None:
@@ -205,7 +211,7 @@ def test_rename_file_and_directory(fs: FileSystem) -> None:
     fs.rename("/tmp/a", "/root/b")  # replaces the destination file
     assert fs.read("/root/b") == b"x"
     assert not fs.exists("/tmp/a")
-    assert fs.total_bytes == 1
+    assert fs.total_bytes == IMAGE_BYTES + 1
     fs.write("/tmp/d/sub/f", b"y", make_parents=True)
     fs.rename("/tmp/d", "/srv")
     assert fs.read("/srv/sub/f") == b"y"
@@ -247,7 +253,7 @@ def test_max_file_bytes(fs: FileSystem) -> None:
 
 
 def test_max_total_bytes_counts_replacements_and_removals() -> None:
-    capped = FileSystem(max_total_bytes=5)
+    capped = FileSystem(max_total_bytes=IMAGE_BYTES + 5)
     capped.write("/tmp/a", b"123")
     capped.write("/tmp/a", b"12345")  # replacing frees the old bytes first
     with pytest.raises(FsError) as exc_info:
@@ -256,7 +262,7 @@ def test_max_total_bytes_counts_replacements_and_removals() -> None:
     assert not capped.exists("/tmp/b")
     capped.remove("/tmp/a")
     capped.write("/tmp/b", b"x")
-    assert capped.total_bytes == 1
+    assert capped.total_bytes == IMAGE_BYTES + 1
 
 
 def test_clone_is_independent_and_keeps_caps() -> None:
@@ -270,7 +276,7 @@ def test_clone_is_independent_and_keeps_caps() -> None:
     assert copy.is_dir("/srv")
     assert not original.exists("/tmp/f")
     assert not original.exists("/srv")
-    assert (original.total_bytes, copy.total_bytes) == (0, 1)
+    assert (original.total_bytes, copy.total_bytes) == (IMAGE_BYTES, IMAGE_BYTES + 1)
     with pytest.raises(FsError, match="File too large"):
         copy.write("/tmp/g", b"long")
 

@@ -197,7 +197,7 @@ def test_lifecycle_create_exec_files_pause_resume_processes_destroy(tenant: Tena
     assert sandbox.ip_address
     assert sandbox.data.egress_rules == ["api.example.com:443"]
 
-    # run_command / shell through the command emulator.
+    # run_command / shell through the sandbox shell.
     echoed = sandbox.run_command(RunCommandRequest(command="echo", arguments=["hi", "there"]))
     assert (echoed.result.standard_output, echoed.result.exit_code) == ("hi there\n", 0)
     script = "mkdir -p /work/out && cd /work/out && printf '%s' \"$GREETING\" > greeting.txt"

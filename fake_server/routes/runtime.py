@@ -146,12 +146,13 @@ async def create_process(request: web.Request) -> web.Response:
     pty = body.data.get("pty")
     if pty is not None and not isinstance(pty, dict):
         raise ApiError.invalid("pty", "must be an object with rows and cols")
+    size = _terminal_size(pty) if pty is not None else None
     spec = ProcessSpec(
         cmd=body.string("cmd") or None,
         args=body.string_list("args") or [],
         cwd=body.string("cwd") or None,
         env=body.env_map("env") or {},
-        pty=pty is not None,
+        pty=size,
     )
     if spec.cmd is None and not spec.pty:
         raise ApiError.invalid("cmd", errors.CMD_REQUIRED)
@@ -238,12 +239,25 @@ async def signal(request: web.Request) -> web.Response:
 
 async def resize_pty(request: web.Request) -> web.Response:
     body = await read_body(request, allowed={"rows", "cols"})
-    body.integer("rows", low=1, high=1000)
-    body.integer("cols", low=1, high=1000)
+    rows = body.integer("rows", low=1, high=1000)
+    cols = body.integer("cols", low=1, high=1000)
     process = _process(request)
-    if process.kind != "pty":
+    if process.terminal is None:
         raise ApiError(409, errors.PROCESS_NOT_PTY)
+    process.terminal.rows = rows if rows is not None else process.terminal.rows
+    process.terminal.cols = cols if cols is not None else process.terminal.cols
     return ok({"ok": True})
+
+
+def _terminal_size(pty: dict[str, Any]) -> tuple[int, int]:
+    """A PTY's ``{rows, cols}`` (each 1..1000; 24x80 when left out)."""
+    size = []
+    for name, default in (("rows", 24), ("cols", 80)):
+        value = pty.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            raise ApiError.invalid(f"pty.{name}", "must be an integer from 1 to 1000")
+        size.append(value)
+    return size[0], size[1]
 
 
 async def wait(request: web.Request) -> web.Response:

@@ -1,0 +1,504 @@
+"""The commands the fake adds to bash inside a sandbox, because they must follow the fake's
+world rather than the host's or the interpreter's:
+
+* ``sleep``, ``timeout`` and ``date`` run on the fake's clock (a manual clock stops them);
+* ``stty``, ``tput`` and ``uname`` describe the sandbox's terminal and image;
+* ``curl`` and ``wget`` reach only responders a test registered (:mod:`fake_server.network`);
+* ``__fake_*`` helpers give ``read``/``cat`` a managed process's live stdin and feed an
+  ``/exec``'s stdin (the shell's prelude calls them; scripts never need to);
+* every command registered in the :class:`~fake_server.shell.CommandRegistry`.
+
+Example::
+
+    commands = SandboxCommands(shell, run, depth=0)
+    bash = bashkit.Bash(custom_builtins=commands.builtins())
+    for name, callback in commands.live_commands().items():
+        bash.add_command(name, callback)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import shlex
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import bashkit
+
+from fake_server import network
+from fake_server.date_command import run_date
+from fake_server.streams import StdinReader
+
+if TYPE_CHECKING:
+    from fake_server.shell import CommandHandler, Run, Shell
+
+__all__ = ["KERNEL_RELEASE", "SandboxCommands", "parse_interval"]
+
+KERNEL_RELEASE = "6.8.0-51-generic"
+_KERNEL_VERSION = "#52-Ubuntu SMP PREEMPT_DYNAMIC Thu Nov 14 12:09:44 UTC 2024"
+_UNAME_FIELDS = (
+    ("s", "Linux"),
+    ("n", None),  # the hostname
+    ("r", KERNEL_RELEASE),
+    ("v", _KERNEL_VERSION),
+    ("m", "x86_64"),
+    ("p", "x86_64"),
+    ("i", "x86_64"),
+    ("o", "GNU/Linux"),
+)
+_UNAME_LONG = {
+    "--kernel-name": "s",
+    "--nodename": "n",
+    "--kernel-release": "r",
+    "--kernel-version": "v",
+    "--machine": "m",
+    "--processor": "p",
+    "--hardware-platform": "i",
+    "--operating-system": "o",
+    "--all": "a",
+}
+_SECONDS_PER = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
+#: ``read`` options that take a value (``-p PROMPT``, ``-d DELIM``...).
+_READ_VALUED = frozenset("adinNptu")
+_NOT_A_TTY = "stty: 'standard input': Inappropriate ioctl for device\n"
+#: ``read -t`` ran out of time: bash's status.
+READ_TIMEOUT_STATUS = 142
+TIMEOUT_STATUS = 124
+_LIVE_STDIN_FLAG = "__FAKE_LIVE_STDIN"
+
+_Builtin = Callable[[bashkit.BuiltinContext], Any]
+_Live = Callable[[bashkit.CommandContext], Coroutine[Any, Any, int]]
+
+
+def parse_interval(text: str) -> float | None:
+    """A GNU ``sleep``/``timeout`` interval in seconds (``1.5``, ``2m``, ``infinity``), or None.
+
+    Example:
+        >>> parse_interval("1.5m"), parse_interval("x")
+        (90.0, None)
+    """
+    if text in ("inf", "infinity"):
+        return math.inf
+    multiplier = _SECONDS_PER.get(text[-1:], 1.0)
+    number = text[:-1] if text[-1:] in _SECONDS_PER else text
+    try:
+        seconds = float(number) * multiplier
+    except ValueError:
+        return None
+    return None if math.isnan(seconds) or seconds < 0 else seconds
+
+
+def _usage(command: str, message: str, status: int = 1) -> bashkit.BuiltinResult:
+    return bashkit.BuiltinResult(
+        stderr=f"{command}: {message}\nTry '{command} --help' for more information.\n",
+        exit_code=status,
+    )
+
+
+class SandboxCommands:
+    """The fake's commands for one interpreter of one run (``depth`` counts ``timeout``
+    nesting: each ``timeout`` runs its command in a child interpreter, like a child process)."""
+
+    def __init__(self, shell: Shell, run: Run, depth: int) -> None:
+        self.shell = shell
+        self.run = run
+        self.depth = depth
+
+    def builtins(self) -> dict[str, _Builtin]:
+        """Commands that see whether they have pipeline stdin (``ctx.stdin is None``)."""
+        return {
+            "sleep": self._sleep,
+            "date": self._date,
+            "uname": self._uname,
+            "stty": self._stty,
+            "tput": self._tput,
+            "__fake_stdin_is_process": self._stdin_is_process,
+            "__fake_read": self._read,
+            "__fake_repl_exit": self._repl_exit,
+        }
+
+    def live_commands(self) -> dict[str, _Live]:
+        """Commands with live byte streams (output as it is produced)."""
+        commands: dict[str, _Live] = {
+            "timeout": self._timeout,
+            "curl": self._network(network.curl),
+            "wget": self._network(network.wget),
+            "__fake_stdin": self._feed_stdin,
+            "__fake_cat": self._cat,
+        }
+        for name, handler in self.shell.registry.items():
+            commands[name] = self._registered(handler)
+        return commands
+
+    # -- the clock -----------------------------------------------------------------------------
+
+    async def _owned(self, work: Awaitable[Any]) -> Any:
+        """Await ``work`` as a task the run can cancel: the interpreter does not always cancel
+        a callback it abandons, and a sleep on a manual clock would wait forever."""
+        task = asyncio.current_task()
+        if task is not None:
+            self.run.tasks.add(task)
+        try:
+            return await work
+        finally:
+            if task is not None:
+                self.run.tasks.discard(task)
+
+    async def _sleep(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        operands = [arg for arg in ctx.argv if arg != "--"]
+        if not operands:
+            return _usage("sleep", "missing operand")
+        total = 0.0
+        for operand in operands:
+            seconds = parse_interval(operand)
+            if seconds is None:
+                return _usage("sleep", f"invalid time interval '{operand}'")
+            total += seconds
+        await self._owned(self.shell.clock.sleep(total))
+        return bashkit.BuiltinResult()
+
+    def _date(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        status, out, err = run_date(list(ctx.argv), self.shell.clock.wall(), tz=ctx.env.get("TZ"))
+        return bashkit.BuiltinResult(stdout=out, stderr=err, exit_code=status)
+
+    async def _timeout(self, ctx: bashkit.CommandContext) -> int:
+        args = list(ctx.argv)
+        signal = "TERM"
+        preserve = False
+        while args and args[0].startswith("-") and args[0] != "-":
+            option = args.pop(0)
+            if option == "--":
+                break
+            name, _, value = option.partition("=")
+            if name in ("-s", "--signal", "-k", "--kill-after") and not value:
+                value = args.pop(0) if args else ""
+            if name in ("-s", "--signal"):
+                signal = value.upper().removeprefix("SIG")
+            elif name == "--preserve-status":
+                preserve = True
+            elif name not in ("-k", "--kill-after", "--foreground", "-v", "--verbose"):
+                await _say(ctx.stderr, _usage("timeout", f"unrecognized option '{option}'"))
+                return 125
+        if len(args) < 2:
+            await _say(ctx.stderr, _usage("timeout", "missing operand"))
+            return 125
+        duration = parse_interval(args[0])
+        if duration is None:
+            await _say(ctx.stderr, _usage("timeout", f"invalid time interval '{args[0]}'"))
+            return 125
+        if self.depth + 1 > self.shell.limits.max_nesting:
+            message = (
+                f"timeout: cannot run '{args[1]}': more than {self.shell.limits.max_nesting}"
+                " nested commands (a limit of the fake)\n"
+            )
+            await ctx.stderr.write(message.encode())
+            return 126
+        child = self.shell.interpreter(
+            self.run, cwd=ctx.cwd, env=dict(ctx.env), depth=self.depth + 1
+        )
+        command = asyncio.ensure_future(
+            self.shell.execute(
+                self.run,
+                child,
+                shlex.join(args[1:]),
+                stdout=_writer(ctx.stdout),
+                stderr=_writer(ctx.stderr),
+            )
+        )
+        timer = asyncio.ensure_future(self.shell.clock.sleep(duration))
+        try:
+            done, _ = await self._owned(
+                asyncio.wait((command, timer), return_when=asyncio.FIRST_COMPLETED)
+            )
+        finally:
+            timer.cancel()
+            if not command.done():
+                command.cancel()  # which cancels the child interpreter
+            await asyncio.wait((command,))
+        if command in done:
+            return int(command.result())
+        number = _SIGNALS.get(signal, int(signal) if signal.isdigit() else 15)
+        if preserve:
+            return 128 + number
+        return 128 + number if number == _SIGNALS["KILL"] else TIMEOUT_STATUS
+
+    # -- the machine ---------------------------------------------------------------------------
+
+    def _uname(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        wanted: set[str] = set()
+        for arg in ctx.argv:
+            if arg.startswith("--"):
+                if arg not in _UNAME_LONG:
+                    return _usage("uname", f"unrecognized option '{arg}'")
+                wanted.add(_UNAME_LONG[arg])
+            elif arg.startswith("-") and len(arg) > 1:
+                for flag in arg[1:]:
+                    if flag not in "asnrvmpio":
+                        return _usage("uname", f"invalid option -- '{flag}'")
+                    wanted.add(flag)
+            else:
+                return _usage("uname", f"extra operand '{arg}'")
+        every = "a" in wanted
+        fields = [
+            value if value is not None else self.run.invocation.hostname
+            for flag, value in _UNAME_FIELDS
+            # GNU -a leaves out -p and -i when they are "unknown"; ours are known.
+            if flag in wanted or every or (not wanted and flag == "s")
+        ]
+        return bashkit.BuiltinResult(stdout=" ".join(fields) + "\n")
+
+    def _stty(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        terminal = self.run.invocation.terminal
+        if terminal is None or ctx.stdin is not None:
+            return bashkit.BuiltinResult(stderr=_NOT_A_TTY, exit_code=1)
+        args = list(ctx.argv)
+        if args == ["size"]:
+            return bashkit.BuiltinResult(stdout=f"{terminal.rows} {terminal.cols}\n")
+        if args in (["-a"], ["-g"]) or not args:
+            echo = "echo" if terminal.echo else "-echo"
+            line = f"speed 38400 baud; rows {terminal.rows}; columns {terminal.cols}; {echo}\n"
+            return bashkit.BuiltinResult(stdout=line)
+        values = iter(args)
+        for arg in values:
+            if arg in ("echo", "-echo"):
+                terminal.echo = arg == "echo"
+            elif arg == "sane":
+                terminal.echo = True
+            elif arg in ("rows", "cols", "columns"):
+                value = next(values, "")
+                if not value.isdigit():
+                    return bashkit.BuiltinResult(
+                        stderr=f"stty: invalid integer argument: '{value}'\n", exit_code=1
+                    )
+                if arg == "rows":
+                    terminal.rows = int(value)
+                else:
+                    terminal.cols = int(value)
+            # Every other setting (raw, -icanon, ...) is accepted: the fake has no line
+            # discipline to change.
+        return bashkit.BuiltinResult()
+
+    def _tput(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        if "TERM" not in ctx.env:
+            return bashkit.BuiltinResult(
+                stderr="tput: No value for $TERM and no -T specified\n", exit_code=2
+            )
+        terminal = self.run.invocation.terminal
+        rows, cols = (terminal.rows, terminal.cols) if terminal else (24, 80)
+        capability = ctx.argv[0] if ctx.argv else ""
+        values = {"cols": str(cols), "lines": str(rows), "colors": "256"}
+        if capability in values:
+            return bashkit.BuiltinResult(stdout=values[capability] + "\n")
+        sequences = {"clear": "\x1b[H\x1b[2J", "sgr0": "\x1b(B\x1b[m", "bold": "\x1b[1m"}
+        if capability in sequences:
+            return bashkit.BuiltinResult(stdout=sequences[capability])
+        return bashkit.BuiltinResult(
+            stderr=f"tput: unknown terminfo capability '{capability}'\n", exit_code=4
+        )
+
+    # -- a managed process's stdin -------------------------------------------------------------
+
+    def _stdin_is_process(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        """Status 0 when the caller reads the process's own stdin (no pipe, no redirection,
+        no ``read -u FD``)."""
+        own = (
+            ctx.stdin is None
+            and self.run.invocation.live_stdin
+            and not any(arg.startswith("-") and "u" in arg for arg in ctx.argv)
+        )
+        return bashkit.BuiltinResult(exit_code=0 if own else 1)
+
+    async def _read(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        """The bytes the caller's ``read`` consumes from live stdin (without the delimiter);
+        bash's statuses: 1 at EOF, 142 when ``-t`` runs out."""
+        options = _read_options(list(ctx.argv))
+        stdin = self.run.invocation.stdin
+        terminal = self.run.invocation.terminal
+        echo = terminal.echo if terminal else False
+        if terminal is not None and "s" in options:
+            terminal.echo = False
+        try:
+            work = _read_input(stdin, options)
+            if "t" in options:
+                seconds = parse_interval(options["t"]) or 0.0
+                try:
+                    data, status = await self._owned(
+                        _with_deadline(work, self.shell.clock.sleep(seconds))
+                    )
+                except TimeoutError:
+                    return bashkit.BuiltinResult(exit_code=READ_TIMEOUT_STATUS)
+            else:
+                data, status = await self._owned(work)
+        finally:
+            if terminal is not None and "s" in options:
+                terminal.echo = echo
+        return bashkit.BuiltinResult(stdout=data.decode("utf-8", "replace"), exit_code=status)
+
+    async def _cat(self, ctx: bashkit.CommandContext) -> int:
+        stdin = self.run.invocation.stdin
+        while chunk := await self._owned(stdin.read_chunk()):
+            try:
+                await ctx.stdout.write(chunk)
+            except BrokenPipeError:
+                return 0
+        return 0
+
+    async def _feed_stdin(self, ctx: bashkit.CommandContext) -> int:
+        data = await self.run.invocation.stdin.read()
+        # The command may not read it all, as `true < file` does not.
+        with contextlib.suppress(BrokenPipeError):
+            await ctx.stdout.write(data)
+        return 0
+
+    def _repl_exit(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        self.run.exit_requested = True
+        return bashkit.BuiltinResult()
+
+    # -- commands given by Python code -----------------------------------------------------------
+
+    def _network(self, command: Callable[..., Awaitable[int]]) -> _Live:
+        async def run(ctx: bashkit.CommandContext) -> int:
+            return await self._call(
+                ctx,
+                lambda context, args: command(
+                    context, args, egress=self.run.invocation.egress, network=self.shell.network
+                ),
+            )
+
+        return run
+
+    def _registered(self, handler: CommandHandler) -> _Live:
+        async def run(ctx: bashkit.CommandContext) -> int:
+            return await self._call(ctx, handler)
+
+        return run
+
+    async def _call(self, ctx: bashkit.CommandContext, handler: CommandHandler) -> int:
+        """Run a Python command with the fake's :class:`CommandContext`: sync writes that
+        stream in order, stdin from the pipe (or the process's, when the prelude says so)."""
+        from fake_server.shell import CommandContext, call_handler
+
+        env = dict(ctx.env)
+        live = env.pop(_LIVE_STDIN_FLAG, None) == "1"
+        stdout, stderr = _OrderedWriter(ctx.stdout), _OrderedWriter(ctx.stderr)
+        stdin = self.run.invocation.stdin if live else StdinReader(closed=False)
+        feeder = None if live else asyncio.ensure_future(_pump_pipe(ctx.stdin, stdin))
+        context = CommandContext(
+            fs=self.run.invocation.fs,
+            cwd=ctx.cwd,
+            env=env,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            sleep=self.shell.clock.sleep,
+        )
+        try:
+            status = int(await self._owned(call_handler(handler, context, list(ctx.argv))))
+        except Exception as exc:  # a user's handler failed: report it as bash would
+            stderr.write(f"fake-createos: command handler failed: {exc!r}\n".encode())
+            status = 1
+        finally:
+            if feeder is not None:
+                feeder.cancel()
+        await stdout.drain()
+        await stderr.drain()
+        return status
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _writer(output: bashkit.CommandOutput) -> Callable[[bytes], Awaitable[None]]:
+    # The interpreter takes only plain coroutine functions as sinks.
+    async def write(data: bytes) -> None:
+        with contextlib.suppress(BrokenPipeError):
+            await output.write(data)
+
+    return write
+
+
+async def _say(output: bashkit.CommandOutput, result: bashkit.BuiltinResult) -> None:
+    await output.write(result.stderr.encode())
+
+
+def _read_options(args: list[str]) -> dict[str, str]:
+    """``read``'s options as ``{flag: value}`` (``""`` for plain flags)."""
+    options: dict[str, str] = {}
+    values = iter(args)
+    for arg in values:
+        if not arg.startswith("-") or arg == "-" or arg == "--":
+            break
+        flags = arg[1:]
+        for index, flag in enumerate(flags):
+            if flag in _READ_VALUED:
+                options[flag] = flags[index + 1 :] or next(values, "")
+                break
+            options[flag] = ""
+    return options
+
+
+async def _read_input(stdin: StdinReader, options: dict[str, str]) -> tuple[bytes, int]:
+    delimiter = options.get("d", "\n").encode()[:1] or b"\0"
+    if "N" in options or "n" in options:
+        count = int((options.get("N") or options.get("n") or "0").strip() or 0)
+        data = await stdin.read_count(count)
+        if "n" in options and delimiter in data:
+            data, _, rest = data.partition(delimiter)
+            stdin.unread(rest)
+            return data, 0
+        return data, 0 if len(data) == count else 1
+    data, found = await stdin.read_until(delimiter)
+    return data, 0 if found else 1
+
+
+async def _with_deadline(work: Awaitable[Any], deadline: Awaitable[None]) -> Any:
+    work_task = asyncio.ensure_future(work)
+    timer = asyncio.ensure_future(deadline)
+    try:
+        await asyncio.wait((work_task, timer), return_when=asyncio.FIRST_COMPLETED)
+        if work_task.done():
+            return work_task.result()
+        raise TimeoutError
+    finally:
+        timer.cancel()
+        work_task.cancel()
+
+
+async def _pump_pipe(source: bashkit.CommandInput, target: StdinReader) -> None:
+    while (chunk := await source.read_chunk()) is not None and chunk:
+        target.feed(chunk)
+    target.close()
+
+
+class _OrderedWriter:
+    """A sync ``write(bytes)`` over the interpreter's async output: writes go out in order,
+    while the command keeps running (a handler that writes and then waits still streams)."""
+
+    def __init__(self, output: bashkit.CommandOutput) -> None:
+        self._output = output
+        self._queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self._pump: asyncio.Task[None] | None = None
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self._queue.put_nowait(bytes(data))
+            if self._pump is None:
+                self._pump = asyncio.ensure_future(self._send())
+
+    async def _send(self) -> None:
+        while True:
+            data = await self._queue.get()
+            try:
+                await self._output.write(data)
+            except BrokenPipeError:
+                pass  # the reader is gone: drop what nobody can read
+            finally:
+                self._queue.task_done()
+
+    async def drain(self) -> None:
+        await self._queue.join()
+        if self._pump is not None:
+            self._pump.cancel()
