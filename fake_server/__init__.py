@@ -15,6 +15,7 @@ from fake_server.errors import ApiError
 from fake_server.fake import FakeCreateOS
 from fake_server.journal import Entry, Journal, JournalAssertionError
 from fake_server.lifecycle import Status
+from fake_server.network import SimulatedRequest, SimulatedResponse
 from fake_server.runner import BackgroundServer, serve
 from fake_server.shell import CommandContext, CommandRegistry
 
@@ -31,6 +32,8 @@ __all__ = [
     "ManualClock",
     "RealClock",
     "ServerConfig",
+    "SimulatedRequest",
+    "SimulatedResponse",
     "Status",
     "serve",
 ]

@@ -94,7 +94,47 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--jitter-ms", type=float, default=0.0, help="random +/- spread around --latency-ms"
     )
+    defaults = ServerConfig()
+    serve.add_argument(
+        "--max-commands",
+        type=_positive_int,
+        default=defaults.max_commands,
+        help="commands and loop iterations one exec or process may run (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--max-command-seconds",
+        type=_positive_float,
+        default=defaults.max_command_seconds,
+        help="wall-clock seconds one exec or process may run (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--exec-output-cap",
+        type=_positive_int,
+        default=defaults.exec_output_cap_bytes,
+        metavar="BYTES",
+        help="output one buffered exec may produce before it is stopped (default: %(default)s)",
+    )
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
 
 
 def load_rules(path: str) -> list[dict[str, Any]]:
@@ -159,6 +199,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         strict=args.strict,
         manual_clock=args.manual_clock,
         deleted=args.deleted,
+        max_commands=args.max_commands,
+        max_command_seconds=args.max_command_seconds,
+        exec_output_cap_bytes=args.exec_output_cap,
     )
 
 

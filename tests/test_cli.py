@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fake_server.cli import build_parser, load_rules, startup_rules
+from fake_server.cli import build_parser, config_from_args, load_rules, startup_rules
 
 
 class Served:
@@ -117,6 +117,9 @@ def test_strict_keys(serve: Any) -> None:
         (["--transition-ms", "-1"], "must not be negative"),
         (["--port", "70000"], "--port must be between 0 and 65535"),
         (["--faults", "/nonexistent/rules.json"], "cannot read"),
+        (["--max-commands", "0"], "must be at least 1"),
+        (["--max-command-seconds", "nan"], "must be a positive number"),
+        (["--exec-output-cap", "lots"], "not an integer"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(args: list[str], message: str) -> None:
@@ -166,3 +169,23 @@ def test_toml_rule_files(tmp_path: Path) -> None:
     ]
     args = build_parser().parse_args(["serve", "--faults", str(path), "--latency-ms", "5"])
     assert [r["action"]["type"] for r in startup_rules(args)] == ["gate", "latency"]
+
+
+def test_shell_bounds_reach_the_config() -> None:
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--max-commands",
+            "500",
+            "--max-command-seconds",
+            "2.5",
+            "--exec-output-cap",
+            "64",
+        ]
+    )
+    config = config_from_args(args)
+    assert (config.max_commands, config.max_command_seconds, config.exec_output_cap_bytes) == (
+        500,
+        2.5,
+        64,
+    )
