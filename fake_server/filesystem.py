@@ -145,8 +145,8 @@ class FileSystem:
         >>> fs = FileSystem(max_file_bytes=4)
         >>> fs.mkdir("/srv/app", parents=True)
         >>> fs.write("/srv/app/x", b"abc")
-        >>> fs.listdir("/srv/app"), fs.total_bytes
-        (['x'], 3)
+        >>> fs.listdir("/srv/app"), fs.read("/srv/app/x")
+        (['x'], b'abc')
     """
 
     __slots__ = ("__weakref__", "_cold", "_max_file_bytes", "_max_total_bytes", "_native", "_pins")

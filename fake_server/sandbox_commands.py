@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server import network
+from fake_server import http_tools
 from fake_server.date_command import run_date
 from fake_server.streams import StdinReader
 
@@ -124,8 +124,8 @@ class SandboxCommands:
         """Commands with live byte streams (output as it is produced)."""
         commands: dict[str, _Live] = {
             "timeout": self._timeout,
-            "curl": self._network(network.curl),
-            "wget": self._network(network.wget),
+            "curl": self._network(http_tools.curl),
+            "wget": self._network(http_tools.wget),
             "__fake_stdin": self._feed_stdin,
             "__fake_cat": self._cat,
         }

@@ -10,14 +10,13 @@ from dataclasses import dataclass
 import pytest
 
 from fake_server.filesystem import FileSystem
+from fake_server.http_tools import curl, wget
 from fake_server.network import (
     Network,
     Responder,
     SimulatedRequest,
     SimulatedResponse,
-    curl,
     egress_allows,
-    wget,
 )
 from fake_server.shell import BufferSink, CommandContext, StdinReader
 
