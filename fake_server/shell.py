@@ -39,6 +39,7 @@ if _STACK_SET_HERE:
 import asyncio  # noqa: E402
 import inspect  # noqa: E402
 import posixpath  # noqa: E402
+import re  # noqa: E402
 import shlex  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -67,6 +68,10 @@ __all__ = [
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
 SHELLS = frozenset({"bash", "sh", "dash"})
 _PROGRAM_DIRS = ("/bin", "/usr/bin")
+_SUGGESTION_HINT = b". Did you mean: "
+_SUGGESTION = re.compile(rb"\. Did you mean: [^\n]*\?(?=\n|$)")
+#: A terminal merges stdout and stderr into one stream, in the order they are written.
+_MERGE_STREAMS = "exec 2>&1\n"
 #: The environment every command starts with (the sandbox's envs and the request's on top).
 BASE_ENV = {
     "HOME": "/root",
@@ -209,6 +214,9 @@ class Run:
         self._write(self.invocation.stderr, data)
 
     def _write(self, sink: OutputSink, data: bytes) -> None:
+        if _SUGGESTION_HINT in data:
+            # bash says "command not found" and nothing more; the interpreter adds a guess.
+            data = _SUGGESTION.sub(b"", data)
         if data:
             if self.invocation.terminal is not None:
                 data = data.replace(b"\n", b"\r\n")  # the terminal's onlcr
@@ -335,6 +343,8 @@ class Shell:
             script = self._stdin_prelude() + script
         elif not invocation.stdin.closed or invocation.stdin.has_data():
             script = f"__fake_stdin | {{\n{script}\n}}"
+        if invocation.terminal is not None:
+            script = _MERGE_STREAMS + script
         return await self.execute(run, bash, script)
 
     def _stdin_prelude(self) -> str:
@@ -360,6 +370,8 @@ class Shell:
         in one interpreter (state carries over), with a prompt and echo on a PTY."""
         invocation = run.invocation
         prelude = self._stdin_prelude() + 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
+        if invocation.terminal is not None:
+            prelude = _MERGE_STREAMS + prelude
         status = await self.execute(run, bash, prelude)
         pending = ""
         while not run.exit_requested:

@@ -167,7 +167,7 @@ async def test_argv_is_not_a_shell(h: Harness) -> None:
 async def test_unknown_commands_exit_127_with_bash_wording(h: Harness) -> None:
     result = await h.run("nosuch", "x")
     assert result.status == 127
-    assert "nosuch: command not found" in result.err
+    assert result.err == "bash: line 1: nosuch: command not found\n"
     assert (await h.run("/usr/bin/python9", "-c", "1")).status == 127
 
 
@@ -336,6 +336,15 @@ async def test_piped_reads_do_not_touch_the_process_stdin(h: Harness) -> None:
     invocation = h.invocation("bash", "-c", script, stdin=stdin, stdout=out, live_stdin=True)
     assert await asyncio.wait_for(h.shell.run(invocation), 10) == 0
     assert out.getvalue() == b"p-a\np-b\nhere\n"
+
+
+async def test_a_terminal_merges_stderr_into_stdout_in_order(h: Harness) -> None:
+    out = BufferSink()
+    invocation = h.invocation(
+        "bash", "-c", "echo a; echo b >&2; echo c", stdout=out, stderr=out, terminal=Terminal()
+    )
+    assert await h.shell.run(invocation) == 0
+    assert out.getvalue() == b"a\r\nb\r\nc\r\n"
 
 
 async def test_an_interactive_shell_reads_commands_from_stdin(h: Harness) -> None:
