@@ -52,6 +52,7 @@ FILE_TOO_LARGE = "file exceeds the maximum upload size"
 PROCESS_NOT_FOUND = "process not found"
 PROCESS_STDIN_CLOSED = "process stdin is already closed"
 PROCESS_EXITED = "process has exited"
+EXEC_SANDBOX_GONE = "the sandbox stopped while the command ran"
 EXEC_OUTPUT_TOO_LARGE = (
     "output limit exceeded: the command wrote more than {cap} bytes and was stopped"
 )

@@ -72,7 +72,7 @@ class FakeCreateOS:
             self.ids,
             self.clock,
             region=config.region,
-            on_going_away=Runtime.stop_all,
+            on_going_away=self.runtime.stop_all,
         )
         self.faults = FaultEngine(self.ids.seed)
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)

@@ -79,6 +79,9 @@ class Runtime:
             max_seconds=config.max_command_seconds,
         )
         self.shell = Shell(commands, clock=clock, limits=limits, network=self.network)
+        #: Buffered execs in flight, by sandbox id (stopped when their sandbox goes away).
+        self._execs: dict[str, set[asyncio.Task[int]]] = {}
+        self._stopped: set[asyncio.Task[int]] = set()
         self.config = config
         self._on_process_event = on_process_event
         self._on_activity = on_activity
@@ -116,15 +119,26 @@ class Runtime:
         )
         started = self.clock.now()
         command = asyncio.ensure_future(self.shell.run(invocation))
+        running = self._execs.setdefault(sandbox.id, set())
+        running.add(command)
         result: dict[str, Any] = {}
         try:
             code = await asyncio.shield(command)
         except asyncio.CancelledError:
-            if not stdout.overflowed:
+            if command in self._stopped:
+                code = 137  # killed with the sandbox, as SIGKILL would
+                result["error"] = errors.EXEC_SANDBOX_GONE
+            elif stdout.overflowed:
+                code = 1
+                result["error"] = errors.EXEC_OUTPUT_TOO_LARGE.format(cap=cap)
+            else:
                 command.cancel()  # the client went away: so does the command
                 raise
-            code = 1
-            result["error"] = errors.EXEC_OUTPUT_TOO_LARGE.format(cap=cap)
+        finally:
+            running.discard(command)
+            self._stopped.discard(command)
+            if not running:
+                self._execs.pop(sandbox.id, None)
         result = {
             "stdout": stdout.getvalue().decode("utf-8", "replace"),
             "stderr": stderr.getvalue().decode("utf-8", "replace"),
@@ -281,18 +295,14 @@ class Runtime:
             raise ApiError(404, errors.PROCESS_NOT_FOUND)
         return process
 
-    @staticmethod
-    def stop_all(sandbox: Sandbox) -> None:
-        """Kill every process of a sandbox that is going away."""
+    def stop_all(self, sandbox: Sandbox) -> None:
+        """Kill every command of a sandbox that is going away: processes and buffered execs."""
         if sandbox.has_processes:
             for process in sandbox.processes.values():
                 process.terminate("SIGKILL")
-
-    @staticmethod
-    def release(sandbox: Sandbox) -> None:
-        """Free a destroyed sandbox's files and processes (nothing can reach them again)."""
-        Runtime.stop_all(sandbox)
-        sandbox.release_runtime()
+        for command in self._execs.get(sandbox.id, ()):
+            self._stopped.add(command)
+            command.cancel()
 
 
 def _ignore(_: object) -> None:

@@ -367,3 +367,23 @@ async def test_process_guards(client: Client, sandbox_id: str) -> None:
     pty_base = f"/v1/sandboxes/{sandbox_id}/processes/{pty['process_id']}"
     assert (await client.post(f"{pty_base}/resize", json={"rows": 40, "cols": 100})).status == 200
     await expect_error(await client.post(f"{pty_base}/stdin/close"), 409, "pty")
+
+
+async def test_a_buffered_exec_ends_when_its_sandbox_is_deleted(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(manual_clock=True, transition_ms=0))
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_a"})
+    sandbox_id = (await create_sandbox(client))["id"]
+    body = {"cmd": "/bin/bash", "args": ["-lc", "echo started; sleep 1000"]}
+    answer = asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox_id}/exec", json=body))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    await eventually(lambda: clock.pending == 1)  # the command sleeps
+    await (await client.delete(f"/v1/sandboxes/{sandbox_id}")).read()
+    response = await answer
+    result = (await response.json())["data"]["result"]
+    assert response.status == 200
+    assert result["exit_code"] == 137
+    assert result["stdout"] == "started\n"
+    assert result["error"] == "the sandbox stopped while the command ran"
