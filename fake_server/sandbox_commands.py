@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import math
 import shlex
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -396,16 +397,19 @@ class SandboxCommands:
             sleep=self.shell.clock.sleep,
         )
         try:
-            status = int(await self._owned(call_handler(handler, context, list(ctx.argv))))
-        except Exception as exc:  # a user's handler failed: report it as bash would
-            stderr.write(f"fake-createos: command handler failed: {exc!r}\n".encode())
-            status = 1
+            try:
+                status = int(await self._owned(call_handler(handler, context, list(ctx.argv))))
+            except Exception as exc:  # a user's handler failed: report it as bash would
+                stderr.write(f"fake-createos: command handler failed: {exc!r}\n".encode())
+                status = 1
+            await stdout.drain()
+            await stderr.drain()
+            return status
         finally:
             if feeder is not None:
                 feeder.cancel()
-        await stdout.drain()
-        await stderr.drain()
-        return status
+            stdout.close()
+            stderr.close()
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -475,30 +479,35 @@ async def _pump_pipe(source: bashkit.CommandInput, target: StdinReader) -> None:
 
 class _OrderedWriter:
     """A sync ``write(bytes)`` over the interpreter's async output: writes go out in order,
-    while the command keeps running (a handler that writes and then waits still streams)."""
+    while the command keeps running (a handler that writes and then waits still streams).
+    The pump runs only while writes are pending, so nothing outlives the command."""
 
     def __init__(self, output: bashkit.CommandOutput) -> None:
         self._output = output
-        self._queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self._pending: deque[bytes] = deque()
         self._pump: asyncio.Task[None] | None = None
 
     def write(self, data: bytes) -> None:
         if data:
-            self._queue.put_nowait(bytes(data))
-            if self._pump is None:
+            self._pending.append(bytes(data))
+            if self._pump is None or self._pump.done():
                 self._pump = asyncio.ensure_future(self._send())
 
     async def _send(self) -> None:
-        while True:
-            data = await self._queue.get()
+        while self._pending:
+            data = self._pending.popleft()
             try:
                 await self._output.write(data)
-            except BrokenPipeError:
-                pass  # the reader is gone: drop what nobody can read
-            finally:
-                self._queue.task_done()
+            except (BrokenPipeError, RuntimeError):
+                # The reader is gone, or the command's output was revoked: nobody can read it.
+                self._pending.clear()
 
     async def drain(self) -> None:
-        await self._queue.join()
+        if self._pump is not None:
+            await self._pump
+
+    def close(self) -> None:
+        """Drop what was not sent (the command was stopped)."""
+        self._pending.clear()
         if self._pump is not None:
             self._pump.cancel()
