@@ -61,6 +61,7 @@ def build_app(fake: FakeCreateOS) -> web.Application:
     # Last, so that it only ever sees what no other route matched.
     served = _served(fake, request_ids, _unrouted, method="*", template=None)
     app.router.add_route("*", "/{path:.*}", served, name=UNROUTED)
+    app.on_cleanup.append(lambda _: fake.stop_commands())
     return app
 
 

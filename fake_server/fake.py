@@ -153,6 +153,19 @@ class FakeCreateOS:
         for tenant in self.tenants:
             self.sandboxes.forget_tenant(tenant)
 
+    async def stop_commands(self) -> None:
+        """End every command running in any sandbox and wait until each has stopped (an
+        application serving the fake does this when it closes; sandboxes and files stay).
+
+        Example::
+
+            await fake.stop_commands()  # before closing an event loop the fake ran on
+        """
+        for tenant in self.tenants:
+            for sandbox in tenant.sandboxes.values():
+                self.runtime.stop_all(sandbox)
+        await self.runtime.wait_stopped()
+
     def find_sandbox(self, sandbox_id: str) -> Sandbox:
         """A sandbox by id in any tenant (for the control API); 404 when there is none."""
         for tenant in self.tenants:

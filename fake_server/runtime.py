@@ -82,6 +82,8 @@ class Runtime:
         #: Buffered execs in flight, by sandbox id (stopped when their sandbox goes away).
         self._execs: dict[str, set[asyncio.Task[int]]] = {}
         self._stopped: set[asyncio.Task[int]] = set()
+        #: ``/exec?stream=true`` commands in flight, by sandbox id (unlisted processes).
+        self._streams: dict[str, set[ManagedProcess]] = {}
         self.config = config
         self._on_process_event = on_process_event
         self._on_activity = on_activity
@@ -162,6 +164,15 @@ class Runtime:
         )
         process.stdin.feed(spec.stdin.encode())
         process.stdin.close()
+        streams = self._streams.setdefault(sandbox.id, set())
+        streams.add(process)
+
+        def forget(_: ManagedProcess) -> None:
+            streams.discard(process)
+            if not streams and self._streams.get(sandbox.id) is streams:
+                del self._streams[sandbox.id]
+
+        process.on_exit = forget
         process.start(self.shell, self._invocation(sandbox, process, env, live_stdin=False))
         return self._exec_frames(process)
 
@@ -296,13 +307,20 @@ class Runtime:
         return process
 
     def stop_all(self, sandbox: Sandbox) -> None:
-        """Kill every command of a sandbox that is going away: processes and buffered execs."""
+        """Kill every command of a sandbox that is going away: processes and execs."""
         if sandbox.has_processes:
             for process in sandbox.processes.values():
                 process.terminate("SIGKILL")
+        for stream in list(self._streams.get(sandbox.id, ())):
+            stream.terminate("SIGKILL")
         for command in self._execs.get(sandbox.id, ()):
             self._stopped.add(command)
             command.cancel()
+
+    async def wait_stopped(self) -> None:
+        """Wait until every command stopped so far has really ended (an interpreter that is
+        still stopping when its event loop closes would call back into a closed loop)."""
+        await self.shell.wait_idle()
 
 
 def _ignore(_: object) -> None:

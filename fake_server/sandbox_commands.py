@@ -107,6 +107,8 @@ class SandboxCommands:
         self.shell = shell
         self.run = run
         self.depth = depth
+        #: The callbacks in flight (see _owned); the shell's Interpreter stops them.
+        self.callbacks: set[asyncio.Task[Any]] = set()
 
     def builtins(self) -> dict[str, _Builtin]:
         """Commands that see whether they have pipeline stdin (``ctx.stdin is None``)."""
@@ -141,12 +143,12 @@ class SandboxCommands:
         a callback it abandons, and a sleep on a manual clock would wait forever."""
         task = asyncio.current_task()
         if task is not None:
-            self.run.tasks.add(task)
+            self.callbacks.add(task)
         try:
             return await work
         finally:
             if task is not None:
-                self.run.tasks.discard(task)
+                self.callbacks.discard(task)
 
     async def _sleep(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         operands = [arg for arg in ctx.argv if arg != "--"]

@@ -57,6 +57,7 @@ __all__ = [
     "CommandContext",
     "CommandHandler",
     "CommandRegistry",
+    "Interpreter",
     "Invocation",
     "OutputSink",
     "Shell",
@@ -65,6 +66,8 @@ __all__ = [
     "Terminal",
 ]
 
+#: How long (real seconds) a cancelled interpreter gets to stop before we stop waiting for it.
+STOP_GRACE_S = 5.0
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
 SHELLS = frozenset({"bash", "sh", "dash"})
 _PROGRAM_DIRS = ("/bin", "/usr/bin")
@@ -200,9 +203,8 @@ class Run:
     def __init__(self, shell: Shell, invocation: Invocation) -> None:
         self.shell = shell
         self.invocation = invocation
-        self.interpreters: set[bashkit.Bash] = set()
-        #: The fake's own command callbacks in flight (see SandboxCommands._owned).
-        self.tasks: set[asyncio.Task[Any]] = set()
+        #: The interpreters running a script now (a ``timeout`` adds a child for a while).
+        self.interpreters: set[Interpreter] = set()
         self.exit_requested = False
         #: Bytes the next ``read`` must not echo (``read -s``).
         self.silent = False
@@ -231,8 +233,22 @@ class Run:
     def stop(self) -> None:
         """End everything still running for this invocation."""
         for interpreter in list(self.interpreters):
-            interpreter.cancel()
-        for task in list(self.tasks):
+            interpreter.stop()
+
+
+@dataclass(eq=False)
+class Interpreter:
+    """One bashkit interpreter of a run and the fake's command callbacks it has in flight."""
+
+    bash: bashkit.Bash
+    #: Filled by SandboxCommands._owned: the interpreter does not always cancel a callback it
+    #: abandons, and a ``sleep`` on a manual clock would wait forever.
+    callbacks: set[asyncio.Task[Any]]
+
+    def stop(self) -> None:
+        """Stop the script and the callbacks it waits on (it then ends by itself, soon)."""
+        self.bash.cancel()
+        for task in list(self.callbacks):
             task.cancel()
 
 
@@ -251,10 +267,12 @@ class Shell:
         self.clock = clock
         self.limits = limits or ShellLimits()
         self.network = network or Network()
+        #: The tasks running an invocation now (see wait_idle).
+        self._running: set[asyncio.Task[Any]] = set()
 
     # -- interpreters ----------------------------------------------------------------------
 
-    def interpreter(self, run: Run, *, cwd: str, env: dict[str, str], depth: int) -> bashkit.Bash:
+    def interpreter(self, run: Run, *, cwd: str, env: dict[str, str], depth: int) -> Interpreter:
         """A fresh interpreter over the run's filesystem, with the fake's commands."""
         from fake_server import sandbox_commands
 
@@ -277,31 +295,38 @@ class Shell:
             bash.mount(directory, programs(), read_only=True)
         for name, callback in commands.live_commands().items():
             bash.add_command(name, callback)
-        return bash
+        return Interpreter(bash, commands.callbacks)
 
     async def execute(
         self,
         run: Run,
-        bash: bashkit.Bash,
+        interpreter: Interpreter,
         script: str,
         *,
         stdout: Callable[[bytes], Awaitable[None]] | None = None,
         stderr: Callable[[bytes], Awaitable[None]] | None = None,
     ) -> int:
-        """Run ``script`` in ``bash``, streaming its output (to the invocation's sinks unless
-        told otherwise); stops it if we are cancelled."""
+        """Run ``script`` in the interpreter, streaming its output (to the invocation's sinks
+        unless told otherwise); stops it if we are cancelled."""
         global _STACK_SET_HERE
-        run.interpreters.add(bash)
+        run.interpreters.add(interpreter)
         err = stderr or run.stderr_sink
-        try:
-            result = await _awaitable(
-                bash.execute(script, stdout=stdout or run.stdout_sink, stderr=err)
+        execution = asyncio.ensure_future(
+            _awaitable(
+                interpreter.bash.execute(script, stdout=stdout or run.stdout_sink, stderr=err)
             )
+        )
+        try:
+            result = await asyncio.shield(execution)
         except asyncio.CancelledError:
-            bash.cancel()
+            # The interpreter runs on its own threads and calls back into this loop until it
+            # has really stopped: end it and wait for that, or a late callback would find the
+            # loop gone (a coroutine never awaited, "Event loop is closed").
+            interpreter.stop()
+            await asyncio.wait([execution], timeout=STOP_GRACE_S)
             raise
         finally:
-            run.interpreters.discard(bash)
+            run.interpreters.discard(interpreter)
             if _STACK_SET_HERE:
                 # The first run started the interpreter's threads; they keep the stack size.
                 os.environ.pop(_STACK_VARIABLE, None)
@@ -322,12 +347,36 @@ class Shell:
             status = await shell.run(Invocation("/bin/cat", ["/etc/os-release"], fs=fs))
         """
         run = Run(self, invocation)
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
         invocation.fs.pin()
         try:
             return await self._run(run)
         finally:
             run.stop()
             invocation.fs.unpin()
+            if task is not None:
+                self._running.discard(task)
+
+    @property
+    def idle(self) -> bool:
+        """Whether no invocation is running."""
+        return all(task.done() for task in self._running)
+
+    async def wait_idle(self) -> None:
+        """Wait (up to ``STOP_GRACE_S``) until no invocation runs; those that were stopped end
+        at once, those still running are stopped first.
+
+        Example::
+
+            await shell.wait_idle()  # before the event loop closes
+        """
+        running = [task for task in self._running if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=STOP_GRACE_S)
 
     async def _run(self, run: Run) -> int:
         invocation = run.invocation
@@ -335,9 +384,9 @@ class Shell:
         if invocation.terminal is not None:
             env.setdefault("TERM", "xterm-256color")
         plan = _plan(invocation.cmd, invocation.args)
-        bash = self.interpreter(run, cwd=invocation.cwd, env=env, depth=0)
+        interpreter = self.interpreter(run, cwd=invocation.cwd, env=env, depth=0)
         if plan.repl:
-            return await self._repl(run, bash)
+            return await self._repl(run, interpreter)
         script = plan.script
         if invocation.live_stdin:
             script = self._stdin_prelude() + script
@@ -345,7 +394,7 @@ class Shell:
             script = f"__fake_stdin | {{\n{script}\n}}"
         if invocation.terminal is not None:
             script = _MERGE_STREAMS + script
-        return await self.execute(run, bash, script)
+        return await self.execute(run, interpreter, script)
 
     def _stdin_prelude(self) -> str:
         """Functions that hand a managed process's live stdin to ``read``, ``cat`` and the
@@ -365,14 +414,15 @@ class Shell:
             )
         return "\n".join(lines) + "\n"
 
-    async def _repl(self, run: Run, bash: bashkit.Bash) -> int:
+    async def _repl(self, run: Run, interpreter: Interpreter) -> int:
         """An interactive shell: commands read from stdin, one complete command at a time,
         in one interpreter (state carries over), with a prompt and echo on a PTY."""
         invocation = run.invocation
         prelude = self._stdin_prelude() + 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
         if invocation.terminal is not None:
             prelude = _MERGE_STREAMS + prelude
-        status = await self.execute(run, bash, prelude)
+        status = await self.execute(run, interpreter, prelude)
+        bash = interpreter.bash
         pending = ""
         while not run.exit_requested:
             if invocation.terminal is not None:
@@ -383,7 +433,7 @@ class Shell:
             pending += line.decode("utf-8", "replace") + "\n"
             if found and _incomplete(bash, pending):
                 continue
-            status = await self.execute(run, bash, pending)
+            status = await self.execute(run, interpreter, pending)
             pending = ""
         return status
 

@@ -387,3 +387,31 @@ async def test_a_buffered_exec_ends_when_its_sandbox_is_deleted(
     assert result["exit_code"] == 137
     assert result["stdout"] == "started\n"
     assert result["error"] == "the sandbox stopped while the command ran"
+
+
+async def test_a_streamed_exec_ends_when_its_sandbox_is_deleted(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(manual_clock=True, transition_ms=0, heartbeat_s=600))
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_a"})
+    sandbox_id = (await create_sandbox(client))["id"]
+    body = {"cmd": "/bin/bash", "args": ["-lc", "echo started; sleep 1000"]}
+    response = await client.post(f"/v1/sandboxes/{sandbox_id}/exec?stream=true", json=body)
+    assert json.loads(await response.content.readline()) == {"stdout": "started\n"}
+    await (await client.delete(f"/v1/sandboxes/{sandbox_id}")).read()
+    rest = await asyncio.wait_for(response.content.read(), 10)
+    assert [json.loads(line) for line in rest.splitlines()] == [{"exit_code": 137}]
+
+
+async def test_closing_the_app_ends_the_commands_still_running(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(transition_ms=0))
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_a"})
+    sandbox_id = (await create_sandbox(client))["id"]
+    started = await client.post(f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "cat"})
+    process_id = (await started.json())["data"]["process_id"]
+    await client.close()
+    process = fake.find_sandbox(sandbox_id).processes[process_id]
+    assert (process.state.value, process.signal) == ("exited", "SIGKILL")
+    assert fake.runtime.shell.idle  # each interpreter has stopped, not only been told to
