@@ -125,8 +125,8 @@ SETTINGS = settings(
 # -- the live fake ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def live() -> Iterator[BackgroundServer]:
+def serve_live() -> Iterator[BackgroundServer]:
+    """A fake in a background thread with the test tenant and short stream bounds."""
     config = ServerConfig(
         transition_ms=0,
         seed=1,
@@ -136,6 +136,20 @@ def live() -> Iterator[BackgroundServer]:
     with BackgroundServer(FakeCreateOS(config)) as server:
         server.call(server.fake.create_tenant, API_KEY)
         yield server
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[BackgroundServer]:
+    """One fake for every per-operation case (they are independent requests)."""
+    yield from serve_live()
+
+
+@pytest.fixture
+def chain_live() -> Iterator[BackgroundServer]:
+    """A fake of the chains' own: the per-operation cases also call the control API (reset,
+    seed, tenants...), and whatever they leave behind must not steer which links a chain
+    reaches (it made this test depend on which cases an xdist worker ran before it)."""
+    yield from serve_live()
 
 
 def fresh_tenant(fake: FakeCreateOS) -> None:
@@ -280,7 +294,8 @@ def _sandbox_id(output: Any) -> str:
     return str(data["id"])
 
 
-def test_linked_operations_answer_as_documented(live: BackgroundServer) -> None:
+def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) -> None:
+    live = chain_live
     base = STATEFUL_SCHEMA.as_state_machine()
     operations = STATEFUL_SCHEMA
     sandboxes = "/v1/sandboxes"
