@@ -268,9 +268,17 @@ def run_wrk(server: Server, *, seconds: float, connections: int, cpus: set[int] 
 
 
 def run_python(
-    server: Server, *, seconds: float, connections: int, max_requests: int, cpus: set[int] | None
+    server: Server,
+    *,
+    seconds: float,
+    connections: int,
+    max_requests: int,
+    cpus: set[int] | None,
+    method: str = "GET",
+    body: str = "",
 ) -> Run:
-    """The fallback client, in its own process so it never shares the servers' loops."""
+    """The fallback client, in its own process so it never shares the servers' loops
+    (``method`` and ``body`` for routes other than a GET, e.g. benchmarks/runtime.py's exec)."""
     command = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -280,6 +288,8 @@ def run_python(
         str(seconds),
         str(connections),
         str(max_requests),
+        f"--load-method={method}",
+        f"--load-body={body}",
     ]
     output = subprocess.run(
         command,
@@ -293,17 +303,28 @@ def run_python(
     return Run(result["requests"], result["seconds"], result["errors"])
 
 
-def load(url: str, headers: dict[str, str], seconds: float, connections: int, limit: int) -> None:
-    """Keep-alive GETs over ``connections`` raw asyncio streams until ``limit`` requests or
-    ``seconds`` elapse. Hand-rolled HTTP/1.1 (both servers answer with Content-Length) keeps
-    the client far cheaper per request than an HTTP client library, so it is not the
-    bottleneck it would otherwise be against a Python server."""
+def load(
+    url: str,
+    headers: dict[str, str],
+    seconds: float,
+    connections: int,
+    limit: int,
+    *,
+    method: str = "GET",
+    body: bytes = b"",
+) -> None:
+    """Keep-alive requests (GETs unless told otherwise) over ``connections`` raw asyncio
+    streams until ``limit`` requests or ``seconds`` elapse. Hand-rolled HTTP/1.1 (both servers
+    answer with Content-Length) keeps the client far cheaper per request than an HTTP client
+    library, so it is not the bottleneck it would otherwise be against a Python server."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
-    lines = [f"GET {parts.path} HTTP/1.1", f"Host: {parts.netloc}"]
+    lines = [f"{method} {parts.path} HTTP/1.1", f"Host: {parts.netloc}"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
     counts = {"requests": 0, "errors": 0}
 
     async def worker(deadline: float) -> None:
@@ -378,6 +399,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--serve", choices=(*TARGETS, *PEERS), help=argparse.SUPPRESS)
     parser.add_argument("--body", help=argparse.SUPPRESS)
     parser.add_argument("--load", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--load-method", default="GET", help=argparse.SUPPRESS)
+    parser.add_argument("--load-body", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.serve == "fake":
@@ -394,7 +417,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.load:
         url, headers, seconds, connections, limit = args.load
-        load(url, json.loads(headers), float(seconds), int(connections), int(limit))
+        load(
+            url,
+            json.loads(headers),
+            float(seconds),
+            int(connections),
+            int(limit),
+            method=args.load_method,
+            body=args.load_body.encode(),
+        )
         return 0
 
     if args.quick:
