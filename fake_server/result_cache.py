@@ -1,13 +1,17 @@
 """Results of scripts that depend on nothing but their own text, kept so that the same probe
 (``echo ok``, ``true``, ``printf ready``) does not start an interpreter every time.
 
-A script qualifies when the interpreter's own static analysis (``bashkit.Bash.analyze``) shows
-that every command it runs is one of a few output-only builtins (``echo``, ``printf``, ``true``,
-``false``, ``:``, ``exit``) with fully literal words: no expansion, no glob, no redirection, no
-assignment, no function, no substitution, nothing opaque. Such a script reads no file, no
-variable, no clock and no stdin, so what bash answered the first time is what it answers every
-time. The first run of each such script still runs in bash; later runs replay what it wrote.
-Anything else always runs.
+A script qualifies when it is a list of simple commands (``;``, ``&&``, ``||``, newlines), each
+one of a few output-only builtins (``echo``, ``printf``, ``true``, ``false``, ``:``, ``exit``)
+with literal words: plain characters or single-quoted strings; no ``$``, no glob, no quote
+other than ``'``, no redirection, no assignment, no substitution, nothing else. Such a script
+reads no file, no variable, no clock and no stdin, so what bash answered the first time (even a
+syntax error) is what it answers every time. The first run of each such script still runs in
+bash; later runs replay what it wrote. Anything else always runs.
+
+The check is a strict scan of the text rather than the interpreter's own analysis: an
+analyzer is an interpreter, and each one holds a runtime and file descriptors for as long as
+it lives.
 
 Example::
 
@@ -19,11 +23,10 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-
-import bashkit
 
 from fake_server.streams import OutputSink
 
@@ -31,8 +34,9 @@ __all__ = ["CachedResult", "Recorder", "ResultCache"]
 
 #: Builtins whose output is a function of their literal arguments alone.
 OUTPUT_ONLY = frozenset({"echo", "printf", "true", "false", ":", "exit"})
-#: Characters that make a word depend on the filesystem or the environment (globs, ``~``).
-_UNSTABLE = frozenset("*?[~")
+#: One token of a qualifying script: blanks, a command separator, or a literal word (plain
+#: characters that bash never expands, and single-quoted strings, which it takes as they are).
+_TOKEN = re.compile(r"[ \t]+|(;|&&|\|\||\n)|((?:[A-Za-z0-9_.,:/=+@%-]|'[^']*')+)")
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,6 @@ class ResultCache:
         self.max_output = max_output
         self._results: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], CachedResult]
         self._results = OrderedDict()
-        self._analyzer: bashkit.Bash | None = None
         #: Replays so far (for tests and benchmarks).
         self.hits = 0
 
@@ -128,32 +131,24 @@ class ResultCache:
         self._results.clear()
 
     def _qualifies(self, script: str) -> bool:
-        if self._analyzer is None:
-            self._analyzer = bashkit.Bash()
-        try:
-            analysis = self._analyzer.analyze(script)
-        except bashkit.BashError:  # it does not parse: bash will say so, every time
+        commands: list[list[str]] = [[]]
+        position = 0
+        while position < len(script):
+            token = _TOKEN.match(script, position)
+            if token is None:
+                return False
+            separator, word = token.groups()
+            if separator is not None:
+                commands.append([])
+            elif word is not None:
+                commands[-1].append(word)
+            position = token.end()
+        commands = [command for command in commands if command]
+        if not commands:
             return False
-        if (
-            analysis.is_opaque
-            or analysis.truncated
-            or analysis.has_dynamic_commands
-            or analysis.has_command_substitution
-            or analysis.has_interpreter_reentry
-            or analysis.redirects
-            or analysis.functions
-            or not analysis.commands
-        ):
-            return False
-        for command in analysis.commands:
-            name = command.name
+        for name, *args in commands:
             if name not in OUTPUT_ONLY or self.registered(name) is not None:
                 return False
-            if command.assignments:
+            if name == "printf" and any("%(" in word for word in args):  # %(...)T: the clock
                 return False
-            for word in command.args:
-                if word is None or not _UNSTABLE.isdisjoint(word):
-                    return False
-                if name == "printf" and "%(" in word:  # %(...)T prints the clock
-                    return False
         return True
