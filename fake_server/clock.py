@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -19,6 +20,8 @@ __all__ = ["Clock", "ManualClock", "RealClock", "TimerHandle", "isoformat"]
 
 #: Where a manual clock starts its wall time: fixed, so seeded runs are reproducible byte for byte.
 MANUAL_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+#: How far a manual clock may go (dates past it stop being representable a few steps later).
+LATEST = datetime(9000, 1, 1, tzinfo=timezone.utc)
 
 
 def isoformat(moment: datetime) -> str:
@@ -166,10 +169,17 @@ class ManualClock:
         return timer
 
     def advance(self, seconds: float) -> int:
-        """Move time forward by ``seconds`` and fire every timer now due; return how many fired."""
+        """Move time forward by ``seconds`` and fire every timer now due; return how many fired.
+
+        Raises ``ValueError`` (and changes nothing) for a negative or non-finite step, or one
+        that would take the wall time past the year 9000: every date the fake shows must stay
+        a date.
+        """
         if seconds < 0:
             raise ValueError("the clock cannot go backwards")
         target = self._now + seconds
+        if not math.isfinite(target) or target > (LATEST - self._start).total_seconds():
+            raise ValueError(f"the clock cannot pass {LATEST.year}: advance by less")
         fired = 0
         while self._timers and self._timers[0][0] <= target:
             when, _, timer = heapq.heappop(self._timers)

@@ -22,6 +22,10 @@ INVALID_JSON = "request body must be valid JSON"
 BODY_NOT_OBJECT = "request body must be a JSON object"
 BODY_TOO_LARGE = "request body too large"
 UNKNOWN_FIELD = "unknown field"
+JSON_TOO_DEEP = "request body nests deeper than {depth} levels"
+JSON_NOT_TEXT = "request body holds a string that is not valid Unicode text (a lone surrogate)"
+JSON_NOT_FINITE = "request body holds a number that is not finite (NaN, Infinity or out of range)"
+JSON_INT_RANGE = "request body holds an integer outside the 64-bit range"
 
 # Sandboxes
 SANDBOX_NOT_FOUND = "sandbox not found"

@@ -48,8 +48,12 @@ class Identifiers:
     def _token(self, length: int) -> str:
         return "".join(self.random.choice(_ULID_ALPHABET) for _ in range(length))
 
-    def sandbox_id(self) -> str:
-        return "sb_" + self._token(26)
+    def sandbox_id(self, taken: Container[str] = ()) -> str:
+        """A fresh sandbox id not in ``taken`` (ids are unique across tenants)."""
+        while True:
+            candidate = "sb_" + self._token(26)
+            if candidate not in taken:
+                return candidate
 
     def process_id(self) -> str:
         return "proc_" + self._token(20)

@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 
 from fake_server import errors
@@ -107,7 +107,7 @@ class SandboxService:
         if name in tenant.names:
             raise ApiError(409, errors.NAME_TAKEN)
         sandbox = Sandbox(
-            id=self.ids.sandbox_id(),
+            id=self.ids.sandbox_id(self._ids_in_use),
             tenant=tenant.id,
             name=name,
             shape=shape,
@@ -133,6 +133,11 @@ class SandboxService:
         while name in tenant.names:
             name = self.ids.name()
         return name
+
+    @property
+    def _ids_in_use(self) -> Container[str]:
+        """Every sandbox id a tenant holds now (a reseed must not hand one out again)."""
+        return _SandboxIds(self._tenants_by_id.values())
 
     def _adopt(self, tenant: Tenant, sandbox: Sandbox) -> None:
         tenant.add(sandbox)
@@ -225,7 +230,7 @@ class SandboxService:
     def fork(self, tenant: Tenant, source: Sandbox, spec: ForkSpec) -> Sandbox:
         self.lifecycle.check_fork_source(source)
         child = Sandbox(
-            id=self.ids.sandbox_id(),
+            id=self.ids.sandbox_id(self._ids_in_use),
             tenant=tenant.id,
             name=self._fresh_name(tenant),
             shape=source.shape,
@@ -302,3 +307,13 @@ class SandboxService:
             self._cancel_auto_pause(sandbox)
             self.lifecycle.abandon(sandbox)
         self._tenants_by_id.pop(tenant.id, None)
+
+
+class _SandboxIds:
+    """The sandbox ids of some tenants, as a container (looked up, never copied)."""
+
+    def __init__(self, tenants: Iterable[Tenant]) -> None:
+        self._tenants = tenants
+
+    def __contains__(self, sandbox_id: object) -> bool:
+        return any(sandbox_id in tenant.sandboxes for tenant in self._tenants)

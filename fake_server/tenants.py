@@ -70,13 +70,20 @@ class Tenants:
         self._ids = ids
         self.strict = strict
         self._by_key: dict[str, Tenant] = {}
+        #: The ids of registered tenants: a fresh id never repeats a live one, even after a
+        #: reseed starts the id sequence again.
+        self._live_ids: set[str] = set()
 
     def register(self, api_key: str) -> Tenant:
         """Register ``api_key`` (idempotent) and return its tenant."""
         tenant = self._by_key.get(api_key)
         if tenant is None:
-            tenant = Tenant(self._ids.tenant_id())
+            tenant_id = self._ids.tenant_id()
+            while tenant_id in self._live_ids:
+                tenant_id = self._ids.tenant_id()
+            tenant = Tenant(tenant_id)
             self._by_key[api_key] = tenant
+            self._live_ids.add(tenant_id)
         return tenant
 
     def create(self) -> str:
@@ -101,7 +108,9 @@ class Tenants:
 
     def forget(self, api_key: str) -> None:
         """Drop a tenant and everything in it (the plugin does this after each test)."""
-        self._by_key.pop(api_key, None)
+        tenant = self._by_key.pop(api_key, None)
+        if tenant is not None:
+            self._live_ids.discard(tenant.id)
 
     def __iter__(self) -> Iterator[Tenant]:
         return iter(list(self._by_key.values()))
@@ -111,3 +120,4 @@ class Tenants:
 
     def clear(self) -> None:
         self._by_key.clear()
+        self._live_ids.clear()

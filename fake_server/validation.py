@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
@@ -16,10 +17,91 @@ from typing import Any, TypeVar
 from fake_server import errors
 from fake_server.errors import ApiError
 
-__all__ = ["ENV_NAME", "Body", "query_int"]
+__all__ = ["ENV_NAME", "MAX_JSON_DEPTH", "Body", "parse_json", "query_int"]
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: No body the API takes nests deeper than a few levels; past this it is refused with a 400
+#: (deep enough nesting would otherwise end in a RecursionError somewhere later).
+MAX_JSON_DEPTH = 32
+_INT64 = 1 << 63
 _T = TypeVar("_T")
+
+
+class _Refused(Exception):
+    """A value json.loads must not turn into Python (raised from its parse hooks)."""
+
+
+def _integer(text: str) -> int:
+    # Checked on the text first: int() of a very long number is slow, or refused on 3.11+.
+    if len(text.lstrip("-")) > 19:
+        raise _Refused(errors.JSON_INT_RANGE)
+    value = int(text)
+    if not -_INT64 <= value < _INT64:
+        raise _Refused(errors.JSON_INT_RANGE)
+    return value
+
+
+def _real(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise _Refused(errors.JSON_NOT_FINITE)
+    return value
+
+
+def _constant(name: str) -> Any:  # NaN, Infinity, -Infinity: Python's extension, not JSON
+    raise _Refused(errors.JSON_NOT_FINITE)
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """Parse a request body as strict JSON, or raise a 400 :class:`ApiError` that says why.
+
+    Beyond the grammar it refuses what would break the fake later, far from the request: lone
+    surrogates (they cannot be encoded back into an answer or the journal), NaN, infinities
+    and numbers out of range, and nesting deeper than :data:`MAX_JSON_DEPTH`.
+
+    Example::
+
+        parse_json(b'{"seconds": 5}')         # {'seconds': 5}
+        parse_json(b'{"seconds": Infinity}')  # ApiError(400, errors.JSON_NOT_FINITE)
+    """
+    try:
+        data = json.loads(raw, parse_int=_integer, parse_float=_real, parse_constant=_constant)
+    except _Refused as exc:
+        raise ApiError(400, str(exc)) from None
+    except RecursionError:
+        raise ApiError(400, errors.JSON_TOO_DEEP.format(depth=MAX_JSON_DEPTH)) from None
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, errors.INVALID_JSON) from None
+    _check_tree(data)
+    return data
+
+
+def _check_tree(data: Any) -> None:
+    """Depth and text checks over a parsed body, without recursion."""
+    pending: list[tuple[Any, int]] = [(data, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            _check_text(value)
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise ApiError(400, errors.JSON_TOO_DEEP.format(depth=MAX_JSON_DEPTH))
+        if isinstance(value, dict):
+            for key in value:
+                _check_text(key)
+            pending.extend((item, depth + 1) for item in value.values())
+        else:
+            pending.extend((item, depth + 1) for item in value)
+
+
+def _check_text(text: str) -> None:
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise ApiError(400, errors.JSON_NOT_TEXT) from None
 
 
 class Body:
@@ -40,10 +122,7 @@ class Body:
         (fields real clients are known to send that the API ignores)."""
         if not raw.strip():
             return cls({})
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise ApiError(400, errors.INVALID_JSON) from None
+        data = parse_json(raw)
         if not isinstance(data, dict):
             raise ApiError(400, errors.BODY_NOT_OBJECT)
         unknown = sorted(set(data) - set(allowed) - set(tolerated))

@@ -31,6 +31,7 @@ __all__ = [
     "ok",
     "paginated",
     "read_body",
+    "read_raw_body",
     "sandbox_of",
     "scope",
     "tenant_of",
@@ -143,10 +144,15 @@ async def read_body(
     request: web.Request, *, allowed: Collection[str], tolerated: Collection[str] = ()
 ) -> Body:
     """The JSON object body, size-capped, with unknown fields refused."""
+    return Body.parse(await read_raw_body(request), allowed=allowed, tolerated=tolerated)
+
+
+async def read_raw_body(request: web.Request) -> bytes:
+    """The body's bytes, capped at ``config.max_json_bytes`` (413 beyond it)."""
     limit = fake_of(request).config.max_json_bytes
     if request.content_length is not None and request.content_length > limit:
         raise ApiError(413, errors.BODY_TOO_LARGE)
     raw = await request.read()
     if len(raw) > limit:
         raise ApiError(413, errors.BODY_TOO_LARGE)
-    return Body.parse(raw, allowed=allowed, tolerated=tolerated)
+    return raw

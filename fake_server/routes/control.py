@@ -6,8 +6,6 @@ for the test harness, and the server listens on loopback only.
 
 from __future__ import annotations
 
-import json
-
 from aiohttp import web
 
 from fake_server import errors
@@ -15,8 +13,8 @@ from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError
 from fake_server.gates import Gate
-from fake_server.routes.common import Routes, fake_of, ok, read_body
-from fake_server.validation import query_int
+from fake_server.routes.common import Routes, fake_of, ok, read_body, read_raw_body
+from fake_server.validation import parse_json, query_int
 
 
 async def reset(request: web.Request) -> web.Response:
@@ -54,7 +52,10 @@ async def advance_clock(request: web.Request) -> web.Response:
     clock = fake_of(request).clock
     if not isinstance(clock, ManualClock):
         raise ApiError(409, "the clock is real time; start the fake with a manual clock")
-    fired = clock.advance(float(seconds))
+    try:
+        fired = clock.advance(float(seconds))
+    except ValueError as exc:
+        raise ApiError.invalid("seconds", str(exc)) from None
     return ok({"now": clock.now(), "fired": fired})
 
 
@@ -70,11 +71,7 @@ async def list_faults(request: web.Request) -> web.Response:
 
 async def add_faults(request: web.Request) -> web.Response:
     """One rule, or ``{"rules": [...]}``; all are checked before any is added."""
-    raw = await request.read()
-    try:
-        payload = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, errors.INVALID_JSON) from None
+    payload = parse_json(await read_raw_body(request) or b"null")
     items = payload.get("rules") if isinstance(payload, dict) and "rules" in payload else [payload]
     if not isinstance(items, list) or not items:
         raise ApiError.invalid("rules", "must be a non-empty list of rules")
