@@ -43,7 +43,9 @@ class ServerConfig:
     output_cap_bytes: int = 1 << 20
     #: Largest upload; the sandbox shell's own filesystem caps a file at 10 MB too.
     max_file_bytes: int = 10_000_000
-    #: Output one buffered ``/exec`` (or ``?stream=true``) may produce before it is stopped.
+    #: Output one buffered ``/exec`` may produce before it is stopped (its answer says so). A
+    #: ``?stream=true`` exec streams all of its output and keeps at most this much of what the
+    #: client has not read yet: a client that falls further behind gets an eviction error frame.
     exec_output_cap_bytes: int = 1 << 20
     #: Step budget of one command (an exec or a process): commands and loop iterations.
     max_commands: int = 1_000_000

@@ -472,3 +472,28 @@ async def test_bytes_a_command_writes_are_what_get_files_returns(
     await sh(client, sandbox_id, "printf 'a\\000b\\377' > /tmp/raw")
     raw = await client.get(f"/v1/sandboxes/{sandbox_id}/files", params={"path": "/tmp/raw"})
     assert await raw.read() == b"a\x00b\xff"
+
+
+async def test_a_tar_of_a_directory_round_trips_through_the_files_api(client: Client) -> None:
+    source = str((await create_sandbox(client))["id"])
+    target = str((await create_sandbox(client))["id"])
+    files = {"/srv/app/a.txt": b"alpha\n", "/srv/app/lib/b.bin": bytes(range(256))}
+    for path, data in files.items():
+        put = await client.put(f"/v1/sandboxes/{source}/files", params={"path": path}, data=data)
+        await data_of(put)
+    packed = await sh(client, source, "cd /srv && tar -cf /tmp/app.tar app && tar -tf /tmp/app.tar")
+    assert packed["exit_code"] == 0, packed
+    assert {"app/a.txt", "app/lib/b.bin"} <= set(packed["stdout"].split())
+    archive = await client.get(f"/v1/sandboxes/{source}/files", params={"path": "/tmp/app.tar"})
+    assert archive.status == 200
+    tar = await archive.read()
+    put = await client.put(
+        f"/v1/sandboxes/{target}/files", params={"path": "/in/app.tar"}, data=tar
+    )
+    await data_of(put)
+    unpacked = await sh(client, target, "mkdir -p /out && tar -xf /in/app.tar -C /out")
+    assert unpacked["exit_code"] == 0, unpacked
+    for path, data in files.items():
+        where = "/out/app/" + path.removeprefix("/srv/app/")
+        got = await client.get(f"/v1/sandboxes/{target}/files", params={"path": where})
+        assert await got.read() == data, where

@@ -132,6 +132,9 @@ async def test_command_v_probes(h: Harness) -> None:
         "command -v nosuch-tool >/dev/null 2>&1 || echo missing"
     )
     assert await h.sh(script) == Result(0, "missing\n", "")
+    guard = "command -v nosuch-tool >/dev/null 2>&1 || exit 127\necho unreachable"
+    assert await h.sh(guard) == Result(127, "", "")
+    assert (await h.sh("command -v tar")).out == "/usr/bin/tar\n"
 
 
 async def test_chmod_and_a_script_run_by_path(h: Harness) -> None:
@@ -157,6 +160,22 @@ async def test_tar_round_trip_of_a_directory(h: Harness) -> None:
 async def test_background_jobs_and_wait(h: Harness) -> None:
     script = "(echo one > /tmp/1) & (echo two > /tmp/2) & wait\ncat /tmp/1 /tmp/2"
     assert await h.sh(script) == Result(0, "one\ntwo\n", "")
+
+
+async def test_a_background_job_runs_alongside_until_wait(h: Harness) -> None:
+    # The job sleeps on the manual clock: the script goes on past `&` at once, and `wait`
+    # holds it until the job ends.
+    out = BufferSink()
+    script = "(sleep 5; echo late) & echo early; wait; echo done"
+    run = asyncio.ensure_future(h.shell.run(h.invocation("/bin/bash", "-c", script, stdout=out)))
+    await wait_for_output(out, b"early\n")
+    await wait_for_sleepers(h.clock, 1)
+    await settle()
+    assert not run.done()
+    assert out.getvalue() == b"early\n"
+    h.clock.advance(5)
+    assert await run == 0
+    assert out.getvalue() == b"early\nlate\ndone\n"
 
 
 async def test_argv_is_not_a_shell(h: Harness) -> None:
