@@ -19,7 +19,9 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -242,6 +244,16 @@ def _check_action(action: Action) -> None:
 
 
 _RULE_KEYS = frozenset({"id", "match", "action", "after", "times", "probability"})
+#: A rule id also names the rule in ``DELETE /_fake/faults/{rule}``.
+RULE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+#: Rules installed at once: every request is checked against each of them.
+MAX_RULES = 10_000
+
+
+def _gate_name(rule: Rule) -> str | None:
+    return str(rule.action.params["name"]) if rule.action.type == "gate" else None
+
+
 _MATCH_KEYS = frozenset({"method", "route", "sandbox", "tenant"})
 
 
@@ -259,9 +271,12 @@ def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:
     unknown = sorted(set(data) - _RULE_KEYS)
     if unknown:
         raise FaultError(f"a rule has no field {unknown[0]!r}")
-    raw_match = data.get("match") or {}
-    if not isinstance(raw_match, Mapping):
-        raise FaultError("match must be an object")
+    raw_match = data.get("match", {})
+    if not isinstance(raw_match, Mapping):  # `[]` once matched every request
+        raise FaultError("match must be an object (use {} to match every request)")
+    given_id = data.get("id")
+    if given_id is not None and (not isinstance(given_id, str) or not RULE_ID.fullmatch(given_id)):
+        raise FaultError("id must be 1-64 letters, digits, '_', '-', '.' or ':'")
     bad = sorted(set(raw_match) - _MATCH_KEYS)
     if bad:
         raise FaultError(f"match has no field {bad[0]!r}; use {', '.join(sorted(_MATCH_KEYS))}")
@@ -276,7 +291,7 @@ def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:
     times = data.get("times")
     probability = data.get("probability", 1.0)
     rule = Rule(
-        id=str(data.get("id") or rule_id or "rule_" + uuid.uuid4().hex[:8]),
+        id=given_id or rule_id or "rule_" + uuid.uuid4().hex[:8],
         match=Match(**raw_match),
         action=action,
         after=_number(data.get("after", 0), "after", integer=True),
@@ -382,7 +397,11 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
 
     def __init__(self, seed: int) -> None:
         self.random = random.Random(seed)
-        self._rules: list[Rule] = []
+        #: By id, in the order they were added (first match wins): add and remove are O(1).
+        self._rules: dict[str, Rule] = {}
+        #: How many rules use each gate, so removing a rule knows at once whether its gate
+        #: is still in use.
+        self._gate_users: Counter[str] = Counter()
         self.gates: dict[str, Gate] = {}
         self._ids = itertools.count(1)
 
@@ -397,45 +416,58 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
 
     def add_all(self, items: Sequence[Rule | Mapping[str, Any]]) -> list[Rule]:
         """Add several rules, all or none: each is checked before any is added."""
+        if len(self._rules) + len(items) > MAX_RULES:
+            raise FaultError(
+                f"at most {MAX_RULES} rules can be installed ({len(self._rules)} are);"
+                " remove some first"
+            )
         rules = [
             item if isinstance(item, Rule) else parse_rule(item, rule_id=f"rule_{next(self._ids)}")
             for item in items
         ]
-        taken = {rule.id for rule in self._rules}
+        new: set[str] = set()
         for rule in rules:
-            if rule.id in taken:
+            if rule.id in self._rules or rule.id in new:
                 raise FaultError(f"a rule with id {rule.id!r} exists already")
-            taken.add(rule.id)
+            new.add(rule.id)
         for rule in rules:
-            if rule.action.type == "gate":
-                self.gate_named(rule.action.params["name"])
-            self._rules.append(rule)
+            gate = _gate_name(rule)
+            if gate is not None:
+                self.gate_named(gate)
+                self._gate_users[gate] += 1
+            self._rules[rule.id] = rule
         return rules
 
     def remove(self, rule_id: str) -> bool:
         """Remove one rule; a gate no remaining rule uses is opened and forgotten, so a later
         gate of the same name starts closed."""
-        removed = [rule for rule in self._rules if rule.id == rule_id]
-        self._rules = [rule for rule in self._rules if rule.id != rule_id]
-        self._forget_unused_gates(removed)
-        return bool(removed)
+        rule = self._rules.pop(rule_id, None)
+        if rule is None:
+            return False
+        self._release_gate(rule)
+        return True
 
     def clear(self, *, tenant: str | None = None) -> None:
         """Remove every rule (of one tenant, if given) and open every gate they used."""
-        removed = [r for r in self._rules if tenant is None or r.match.tenant == tenant]
-        self._rules = [r for r in self._rules if r not in removed]
-        self._forget_unused_gates(removed)
-
-    def _forget_unused_gates(self, removed: list[Rule]) -> None:
-        in_use = {r.action.params["name"] for r in self._rules if r.action.type == "gate"}
+        removed = [r for r in self._rules.values() if tenant is None or r.match.tenant == tenant]
         for rule in removed:
-            name = rule.action.params.get("name") if rule.action.type == "gate" else None
-            if name is not None and name not in in_use and name in self.gates:
-                self.gates.pop(name).open()
+            del self._rules[rule.id]
+            self._release_gate(rule)
+
+    def _release_gate(self, rule: Rule) -> None:
+        name = _gate_name(rule)
+        if name is None:
+            return
+        self._gate_users[name] -= 1
+        if self._gate_users[name] <= 0:
+            del self._gate_users[name]
+            gate = self.gates.pop(name, None)
+            if gate is not None:
+                gate.open()
 
     @property
     def rules(self) -> list[Rule]:
-        return list(self._rules)
+        return list(self._rules.values())
 
     @property
     def has_rules(self) -> bool:
@@ -443,7 +475,7 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
         return bool(self._rules)
 
     def __iter__(self) -> Iterator[Rule]:
-        return iter(list(self._rules))
+        return iter(list(self._rules.values()))
 
     def gate_named(self, name: str) -> Gate:
         gate = self.gates.get(name)
@@ -456,7 +488,7 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
     def evaluate(self, request: RequestInfo, now: float) -> list[Rule]:
         """The rules that fire for ``request``, in order, counting and drawing as they go."""
         fired: list[Rule] = []
-        for rule in self._rules:
+        for rule in self._rules.values():
             if not rule.match.matches(request):
                 continue
             rule.seen += 1
