@@ -386,7 +386,8 @@ class SandboxCommands:
 
         env = dict(ctx.env)
         live = env.pop(_LIVE_STDIN_FLAG, None) == "1"
-        stdout, stderr = _OrderedWriter(ctx.stdout), _OrderedWriter(ctx.stderr)
+        writes = _OrderedWrites()
+        stdout, stderr = writes.sink(ctx.stdout), writes.sink(ctx.stderr)
         stdin = self.run.invocation.stdin if live else StdinReader(closed=False)
         feeder = None if live else asyncio.ensure_future(_pump_pipe(ctx.stdin, stdin))
         context = CommandContext(
@@ -404,14 +405,12 @@ class SandboxCommands:
             except Exception as exc:  # a user's handler failed: report it as bash would
                 stderr.write(f"fake-createos: command handler failed: {exc!r}\n".encode())
                 status = 1
-            await stdout.drain()
-            await stderr.drain()
+            await writes.drain()
             return status
         finally:
             if feeder is not None:
                 feeder.cancel()
-            stdout.close()
-            stderr.close()
+            writes.close()
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -479,30 +478,37 @@ async def _pump_pipe(source: bashkit.CommandInput, target: StdinReader) -> None:
     target.close()
 
 
-class _OrderedWriter:
-    """A sync ``write(bytes)`` over the interpreter's async output: writes go out in order,
-    while the command keeps running (a handler that writes and then waits still streams).
-    The pump runs only while writes are pending, so nothing outlives the command."""
+class _OrderedWrites:
+    """Sync ``write(bytes)`` for a command's stdout and stderr over the interpreter's async
+    outputs: writes go out in the order they were made, across both streams (a terminal shows
+    them merged, and two pumps would race), while the command keeps running (a handler that
+    writes and then waits still streams). The pump runs only while writes are pending, so
+    nothing outlives the command."""
 
-    def __init__(self, output: bashkit.CommandOutput) -> None:
-        self._output = output
-        self._pending: deque[bytes] = deque()
+    def __init__(self) -> None:
+        self._pending: deque[tuple[bashkit.CommandOutput, bytes]] = deque()
+        self._gone: list[bashkit.CommandOutput] = []
         self._pump: asyncio.Task[None] | None = None
 
-    def write(self, data: bytes) -> None:
-        if data:
-            self._pending.append(bytes(data))
+    def sink(self, output: bashkit.CommandOutput) -> _OrderedSink:
+        """The sink that writes to ``output`` in this order."""
+        return _OrderedSink(self, output)
+
+    def write(self, output: bashkit.CommandOutput, data: bytes) -> None:
+        if data and not any(output is gone for gone in self._gone):
+            self._pending.append((output, bytes(data)))
             if self._pump is None or self._pump.done():
                 self._pump = asyncio.ensure_future(self._send())
 
     async def _send(self) -> None:
         while self._pending:
-            data = self._pending.popleft()
+            output, data = self._pending.popleft()
             try:
-                await self._output.write(data)
+                await output.write(data)
             except (BrokenPipeError, RuntimeError):
                 # The reader is gone, or the command's output was revoked: nobody can read it.
-                self._pending.clear()
+                self._gone.append(output)
+                self._pending = deque(item for item in self._pending if item[0] is not output)
 
     async def drain(self) -> None:
         if self._pump is not None:
@@ -513,3 +519,14 @@ class _OrderedWriter:
         self._pending.clear()
         if self._pump is not None:
             self._pump.cancel()
+
+
+class _OrderedSink:
+    """One stream of an :class:`_OrderedWrites` (an :class:`~fake_server.streams.OutputSink`)."""
+
+    def __init__(self, writes: _OrderedWrites, output: bashkit.CommandOutput) -> None:
+        self._writes = writes
+        self._output = output
+
+    def write(self, data: bytes) -> None:
+        self._writes.write(self._output, data)

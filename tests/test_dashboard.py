@@ -153,8 +153,8 @@ def _populate(url: str) -> dict[str, str]:
             "action": {"type": "gate", "name": GATE},
         },
         {
-            "id": HOSTILE,
-            "match": {"sandbox": "</td><script>window.__xss=2</script>"},
+            # Rule ids are names now; the match's strings are still free text.
+            "match": {"sandbox": "</td><script>window.__xss=2</script>", "tenant": HOSTILE},
             "action": {"type": "latency", "ms": 1},
         },
     ]

@@ -477,3 +477,14 @@ async def test_cancelling_a_run_stops_its_interpreter(h: Harness) -> None:
     count = h.fs.read("/tmp/count")
     await asyncio.sleep(0.05)
     assert h.fs.read("/tmp/count") == count  # nothing runs any more
+
+
+async def test_a_registered_commands_writes_keep_their_order_on_a_terminal(h: Harness) -> None:
+    def chatty(ctx: CommandContext, args: list[str]) -> int:
+        for n in range(40):
+            (ctx.stdout if n % 2 == 0 else ctx.stderr).write(f"{n}\n".encode())
+        return 0
+
+    h.registry.register("chatty", chatty)
+    result = await h.sh("chatty", terminal=Terminal())
+    assert result.out == "".join(f"{n}\r\n" for n in range(40))
