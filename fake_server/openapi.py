@@ -29,7 +29,7 @@ from fake_server.faults import ACTION_TYPES, STREAM_KINDS
 from fake_server.lifecycle import Status
 from fake_server.processes import ALLOWED_SIGNALS, ProcessState
 from fake_server.sandboxes import AUTO_PAUSE_MAX, AUTO_PAUSE_MIN, LIST_DEFAULT, LIST_MAX, NAME_MAX
-from fake_server.validation import ENV_NAME
+from fake_server.validation import ENV_NAME, PATH_FORBIDDEN
 
 __all__ = ["JSON", "NDJSON", "OCTET_STREAM", "build_document", "document"]
 
@@ -49,7 +49,11 @@ BASE64: dict[str, Any] = {
     "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
 }
 #: Paths in a sandbox are absolute (a relative one answers 400).
-ABSOLUTE_PATH: dict[str, Any] = {"type": "string", "pattern": "^/"}
+ABSOLUTE_PATH: dict[str, Any] = {
+    "type": "string",
+    "pattern": f"^/[^{PATH_FORBIDDEN}]*$",
+    "description": "Absolute; no NUL, control or invisible (zero-width, bidi) characters.",
+}
 
 # -- schema helpers ----------------------------------------------------------------------------
 

@@ -17,13 +17,29 @@ from typing import Any, TypeVar
 from fake_server import errors
 from fake_server.errors import ApiError
 
-__all__ = ["ENV_NAME", "MAX_JSON_DEPTH", "Body", "parse_json", "query_int"]
+__all__ = [
+    "ENV_NAME",
+    "MAX_JSON_DEPTH",
+    "PATH_FORBIDDEN",
+    "Body",
+    "parse_json",
+    "path_is_safe",
+    "query_int",
+]
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: No body the API takes nests deeper than a few levels; past this it is refused with a 400
 #: (deep enough nesting would otherwise end in a RecursionError somewhere later).
 MAX_JSON_DEPTH = 32
 _INT64 = 1 << 63
+#: What no path in a sandbox may hold, as a regex character class (the OpenAPI document's path
+#: pattern is built from it): NUL and the other controls, and the invisible characters
+#: (zero-width, bidi overrides) that the sandbox's filesystem refuses.
+PATH_FORBIDDEN = (
+    r"\x00-\x1f\x7f-\x9f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+)
+# Tag characters lie outside the BMP, where a JSON Schema pattern cannot name them portably.
+_UNSAFE_PATH = re.compile(f"[{PATH_FORBIDDEN}\\U000e0000-\\U000e007f]")
 _T = TypeVar("_T")
 
 
@@ -185,6 +201,16 @@ class Body:
             if bad:
                 raise ApiError.invalid(name, errors.ENV_NAME_INVALID)
         return value
+
+
+def path_is_safe(path: str) -> bool:
+    """Whether ``path`` holds none of the :data:`PATH_FORBIDDEN` characters.
+
+    Example:
+        >>> path_is_safe("/srv/app/caf\u00e9.txt"), path_is_safe("/srv/a\x1bb")
+        (True, False)
+    """
+    return _UNSAFE_PATH.search(path) is None
 
 
 def query_int(
