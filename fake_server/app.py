@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.control_access import check_control_access
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
 from fake_server.lifecycle import Status
@@ -30,6 +31,7 @@ from fake_server.routes.common import (
     RequestScope,
     envelope_response,
 )
+from fake_server.routes.dashboard import DASHBOARD_PATH
 from fake_server.sandbox import Sandbox
 
 if TYPE_CHECKING:
@@ -94,6 +96,8 @@ def _served(
     # Reads of the control API (a dashboard polls them every second) would only crowd the
     # API's own requests out of the bounded journal.
     journaled = not (is_control and method == "GET")
+    # The dashboard's page is static: a browser cannot send a header when it navigates.
+    needs_token = path != DASHBOARD_PATH
 
     async def serve(request: web.Request) -> web.StreamResponse:
         opened = journal.ticket()
@@ -109,6 +113,8 @@ def _served(
         response: web.StreamResponse | None = None
         detail: str | None = None
         try:
+            if is_control:
+                check_control_access(request.host, request.headers, fake.config, token=needs_token)
             if authenticated:
                 tenant = fake.tenants.resolve(request.headers.get("X-Api-Key"))
                 request_scope.tenant = tenant

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import ipaddress
 import json
 import signal
 import sys
@@ -20,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fake_server.config import ServerConfig
+from fake_server.control_access import is_loopback
 from fake_server.fake import FakeCreateOS
 from fake_server.faults import FaultError
 from fake_server.runner import LOOPBACK, start_site, stop_site
@@ -46,7 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="port to bind; 0 picks a free one (default: %(default)s)",
     )
     serve.add_argument(
-        "--allow-remote", action="store_true", help="allow a --host that is not a loopback address"
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host that is not a loopback address, and control API requests"
+        " addressed to any host or sent by web pages of any origin",
+    )
+    serve.add_argument(
+        "--control-token",
+        default=None,
+        help="require this token in X-Control-Token on every control API request"
+        " (the dashboard takes it as #token=... in its URL)",
     )
     serve.add_argument("--seed", type=int, default=None, help="seed for ids, names and faults")
     serve.add_argument(
@@ -181,15 +190,6 @@ def startup_rules(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rules
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(
         seed=args.seed,
@@ -202,6 +202,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_commands=args.max_commands,
         max_command_seconds=args.max_command_seconds,
         exec_output_cap_bytes=args.exec_output_cap,
+        allow_remote=args.allow_remote,
+        control_token=args.control_token or None,
     )
 
 
@@ -224,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fake-createos``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not _is_loopback(args.host) and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:
         parser.error(REMOTE_REFUSED.format(host=args.host))
     if args.strict and not args.api_key:
         parser.error("--strict needs at least one --api-key")

@@ -52,6 +52,10 @@ class ServerConfig:
     #: Wall-clock seconds one command may run (``None``: no limit).
     max_command_seconds: float | None = 600.0
     max_json_bytes: int = 256 << 10
+    #: Answer the control API and dashboard for any ``Host``/``Origin`` (not only loopback).
+    allow_remote: bool = False
+    #: When set, every control API request must carry it in ``X-Control-Token``.
+    control_token: str | None = None
     heartbeat_s: float = 5.0
     #: Upper bound for ``wait?timeout_ms=`` and the default when absent.
     max_wait_ms: int = 60_000

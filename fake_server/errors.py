@@ -16,6 +16,12 @@ INVALID_API_KEY = "missing or invalid API key"
 ROUTE_NOT_FOUND = "route not found"
 METHOD_NOT_ALLOWED = "method not allowed"
 ADMIN_ONLY = "administrator credentials required"
+CONTROL_HOST_REFUSED = (
+    "the control API answers only requests addressed to a loopback host"
+    " (start the fake with --allow-remote to lift this)"
+)
+CONTROL_ORIGIN_REFUSED = "the control API does not answer web pages from other origins"
+CONTROL_TOKEN_REQUIRED = "the control API needs this fake's control token in X-Control-Token"
 
 # Request bodies and parameters
 INVALID_JSON = "request body must be valid JSON"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from fake_server import ApiError, BackgroundServer, FakeCreateOS
+from fake_server.control_access import CONTROL_TOKEN_HEADER
 from fake_server.faults import FaultError
 
 __all__ = [
@@ -252,9 +253,14 @@ class LocalChannel:
 class HttpChannel:
     """A ``fake-createos serve`` reached over its ``/_fake`` control API."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, timeout: float = 10.0, control_token: str | None = None
+    ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if control_token is not None:
+            self._headers[CONTROL_TOKEN_HEADER] = control_token
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -262,7 +268,7 @@ class HttpChannel:
             self.url + path,
             data=data,
             method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            headers=self._headers,
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:

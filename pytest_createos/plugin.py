@@ -54,6 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="use an already running `fake-createos serve` at this URL",
     )
     group.addoption(
+        "--createos-control-token",
+        default=None,
+        help="the control token of the fake at --createos-url (its --control-token)",
+    )
+    group.addoption(
         "--createos-leak-check",
         choices=LEAK_MODES,
         default=None,
@@ -67,6 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("createos_seed", "default for --createos-seed", default="")
     parser.addini("createos_url", "default for --createos-url", default="")
+    parser.addini("createos_control_token", "default for --createos-control-token", default="")
     parser.addini("createos_leak_check", "default for --createos-leak-check", default="fail")
 
 
@@ -77,6 +83,7 @@ class PluginSettings:
     seed: int
     url: str | None
     leak_check: str
+    control_token: str | None = None
 
 
 def _read_settings(config: pytest.Config) -> PluginSettings:
@@ -100,7 +107,8 @@ def _read_settings(config: pytest.Config) -> PluginSettings:
         leak = "off"
     if leak not in LEAK_MODES:
         raise pytest.UsageError(f"createos_leak_check must be one of {', '.join(LEAK_MODES)}")
-    return PluginSettings(seed=seed, url=url, leak_check=leak)
+    token = config.getoption("createos_control_token") or config.getini("createos_control_token")
+    return PluginSettings(seed=seed, url=url, leak_check=leak, control_token=token or None)
 
 
 _SETTINGS = pytest.StashKey[PluginSettings]()
@@ -291,11 +299,12 @@ def createos_server(
             sandbox.destroy()
     """
     options = MarkerOptions.of(request.node)
-    url = request.config.stash[_SETTINGS].url
+    settings = request.config.stash[_SETTINGS]
+    url = settings.url
     with ExitStack() as stack:
         channel: ControlChannel
         if url is not None:
-            channel = HttpChannel(url)
+            channel = HttpChannel(url, control_token=settings.control_token)
         elif options.manual_clock:
             server = stack.enter_context(BackgroundServer(FakeCreateOS(options.server_config())))
             channel = LocalChannel(server.fake, server.url, server)

@@ -249,6 +249,26 @@ def test_url_option_uses_a_running_fake(project: pytest.Pytester) -> None:
         assert server.call(lambda: server.fake.faults.rules) == []  # cleaned up
 
 
+def test_url_option_with_a_control_token(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from helpers import call
+
+        def test_remote(createos_server):
+            createos_server.faults.error(418, route="/v1/whoami", times=1)
+            assert call(createos_server, "GET", "/v1/whoami")[0] == 418
+        """
+    )
+    config = ServerConfig(transition_ms=0, control_token="t0ken")
+    with BackgroundServer(FakeCreateOS(config)) as server:
+        url = f"--createos-url={server.url}"
+        refused = project.runpytest(url)
+        refused.assert_outcomes(errors=1)
+        refused.stdout.fnmatch_lines(["*HTTP 403*control token*"])
+        project.runpytest(url, "--createos-control-token=t0ken").assert_outcomes(passed=1)
+        assert server.call(lambda: server.fake.faults.rules) == []
+
+
 def test_bad_options_are_usage_errors(project: pytest.Pytester) -> None:
     project.makepyfile("def test_nothing(): pass")
     result = project.runpytest("--createos-url=ftp://nowhere")

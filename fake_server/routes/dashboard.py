@@ -16,7 +16,9 @@ from aiohttp import web
 
 from fake_server.routes.common import Routes
 
-__all__ = ["ROUTES", "page"]
+__all__ = ["DASHBOARD_PATH", "ROUTES", "page"]
+
+DASHBOARD_PATH = "/_fake/"
 
 _SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
@@ -63,5 +65,5 @@ async def dashboard(request: web.Request) -> web.Response:
 
 ROUTES: Routes = (
     # Only the slash form: ``/_fake`` stays a plain 404 in the envelope, never a redirect.
-    ("GET", "/_fake/", dashboard),
+    ("GET", DASHBOARD_PATH, dashboard),
 )
