@@ -276,3 +276,31 @@ def _check_hidden_tab_stops_polling(page: Any) -> None:
     page.wait_for_function(
         "() => document.getElementById('conn').className === 'live'", timeout=STEP_MS
     )
+
+
+def test_dashboard_with_a_control_token_in_chromium() -> None:
+    chromium = _chromium()
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
+    )
+    expect = sync_api.expect
+    config = ServerConfig(transition_ms=0, control_token="t0k")
+    with BackgroundServer(FakeCreateOS(config)) as server:
+        shape = {"shape": "s-1vcpu-1gb"}
+        status, body = _http("POST", f"{server.url}/v1/sandboxes", shape, "skp_tok")
+        assert status == 200, body
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium, headless=True, args=CHROMIUM_FLAGS, timeout=30_000
+            )
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(STEP_MS)
+                page.goto(f"{server.url}/_fake/#token=t0k")
+                expect(page.locator("#sandboxes")).to_contain_text(body["data"]["id"])
+                expect(page.locator("#conn")).to_have_class("live")
+                page.goto("about:blank")
+                page.goto(f"{server.url}/_fake/#token=wrong")
+                expect(page.locator("#conn")).to_contain_text("control token")
+            finally:
+                browser.close()
