@@ -26,6 +26,7 @@ from typing import Any
 
 from fake_server.catalog import DEFAULT_REGION, ROOTFS, SHAPES
 from fake_server.faults import ACTION_TYPES, STREAM_KINDS
+from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.lifecycle import Status
 from fake_server.processes import ALLOWED_SIGNALS, ProcessState
 from fake_server.sandboxes import AUTO_PAUSE_MAX, AUTO_PAUSE_MIN, LIST_DEFAULT, LIST_MAX, NAME_MAX
@@ -166,7 +167,12 @@ def flag(name: str) -> Schema:
 ERRORS: dict[int, tuple[str, str]] = {
     400: ("BadRequest", "The body, a field or a query parameter is invalid."),
     401: ("Unauthorized", "The `X-Api-Key` header is missing or not accepted."),
-    403: ("Forbidden", "The key may not use this route (administrators only)."),
+    403: (
+        "Forbidden",
+        "The key may not use this route (administrators only); for the control API: the"
+        " request's `Host` is not loopback, its `Origin` is another site, or the control"
+        " token is missing.",
+    ),
     404: ("NotFound", "No such sandbox (or not this tenant's), process, file, rule or gate."),
     405: ("MethodNotAllowed", "The path exists but not with this method (`Allow` lists them)."),
     408: ("WaitTimeout", "The process did not exit before `timeout_ms`."),
@@ -1255,9 +1261,23 @@ def _process_paths() -> dict[str, Any]:
 
 def _control_paths() -> dict[str, Any]:
     def control(
-        operation_id: str, summary: str, ok: dict[str, Any], **options: Any
+        operation_id: str,
+        summary: str,
+        ok: dict[str, Any],
+        *,
+        errors: Iterable[int] = (),
+        **options: Any,
     ) -> dict[str, Any]:
-        return operation(operation_id, summary, tag=_CONTROL, public=True, ok=ok, **options)
+        # Every control route refuses what may come from a web page (control_access).
+        return operation(
+            operation_id,
+            summary,
+            tag=_CONTROL,
+            public=True,
+            ok=ok,
+            errors=(403, *errors),
+            **options,
+        )
 
     gate_name = path_param("name", "Gate name.")
     return {
@@ -1310,10 +1330,26 @@ def _control_paths() -> dict[str, Any]:
                 "fakeJournal",
                 "Journal entries",
                 ok_response(
-                    "Entries in order, and how many the ring dropped.",
-                    obj({"entries": array(ref("JournalEntry")), "dropped": integer(minimum=0)}),
+                    "A page of entries in order, the `since` of the next page, whether there"
+                    " is one, and how many the ring dropped.",
+                    obj(
+                        {
+                            "entries": array(ref("JournalEntry")),
+                            "next": integer(minimum=0),
+                            "more": boolean(),
+                            "dropped": integer(minimum=0),
+                        }
+                    ),
                 ),
-                parameters=[query("since", integer(minimum=0), "Only entries after this seq.")],
+                parameters=[
+                    query("since", integer(minimum=0), "Only entries after this seq."),
+                    query(
+                        "limit",
+                        integer(minimum=1),
+                        f"Entries per page (default {JOURNAL_PAGE}, at most {JOURNAL_PAGE_MAX}).",
+                    ),
+                    query("tenant", string(), "Only this tenant's entries."),
+                ],
                 errors=(400,),
             )
         },

@@ -325,8 +325,15 @@ class HttpChannel:
         await asyncio.to_thread(self.wait_gate, name, count, timeout)
 
     def journal(self, since: int = 0, tenant: str | None = None) -> list[dict[str, Any]]:
-        query = f"?since={since}" + (f"&tenant={tenant}" if tenant else "")
-        return list(self._request("GET", "/_fake/journal" + query)["entries"])
+        entries: list[dict[str, Any]] = []
+        more = True
+        while more:  # bounded: each page moves ``since`` past what the journal holds
+            query = f"?since={since}" + (f"&tenant={tenant}" if tenant else "")
+            page = self._request("GET", "/_fake/journal" + query)
+            entries += page["entries"]
+            more = page.get("more", False) and page["next"] > since
+            since = page["next"]
+        return entries
 
     def advance(self, seconds: float) -> None:
         self._request("POST", "/_fake/clock/advance", {"seconds": seconds})

@@ -13,6 +13,7 @@ from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError
 from fake_server.gates import Gate
+from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.routes.common import Routes, fake_of, ok, read_body, read_raw_body
 from fake_server.validation import parse_json, path_is_safe, query_int
 
@@ -27,11 +28,23 @@ async def state(request: web.Request) -> web.Response:
 
 
 async def journal(request: web.Request) -> web.Response:
+    """A page of entries after ``since`` (oldest first); ``next`` is the ``since`` of the
+    next page and ``more`` whether there is one."""
     fake = fake_of(request)
     since = query_int(request.query, "since", 0)
+    limit = query_int(request.query, "limit", JOURNAL_PAGE, low=1, high=JOURNAL_PAGE_MAX)
     tenant = request.query.get("tenant") or None
-    entries = [entry.as_json() for entry in fake.journal.entries(since=since, tenant=tenant)]
-    return ok({"entries": entries, "dropped": fake.journal.dropped})
+    # One more than the page tells whether another page follows.
+    found = fake.journal.entries(since=since, tenant=tenant, limit=limit + 1)
+    page = found[:limit]
+    return ok(
+        {
+            "entries": [entry.as_json() for entry in page],
+            "next": page[-1].seq if page else since,
+            "more": len(found) > limit,
+            "dropped": fake.journal.dropped,
+        }
+    )
 
 
 async def create_tenant(request: web.Request) -> web.Response:
