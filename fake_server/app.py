@@ -139,6 +139,11 @@ def _served(
             # The client went away (e.g. while its request was held at a gate): nobody to
             # answer, and nothing went wrong in the fake.
             detail = "client closed the connection"
+        except asyncio.CancelledError:
+            # aiohttp cancels a handler whose client left when told to (handler_cancellation,
+            # which test servers may set) and every handler when the server stops.
+            detail = "cancelled: the client left or the server stopped"
+            raise
         except ApiError as exc:
             response = envelope_response(exc.envelope(), exc.status, headers=exc.headers)
         except web.HTTPException as exc:
@@ -222,6 +227,26 @@ async def _until_client_leaves(request: web.Request) -> None:
     raise ConnectionResetError("the client gave up on a hung request")
 
 
+async def _hold(request: web.Request, rule: Rule) -> None:
+    """Hold the request at its rule's gate until released, or until its client leaves: a
+    client that gave up is no longer held (the gate's count says so at once) and its task ends
+    (ConnectionResetError, journaled as closed by the client)."""
+    if rule.gate is None:
+        return
+    holding = asyncio.ensure_future(rule.gate.hold())
+    leaving = asyncio.ensure_future(_until_client_leaves(request))
+    try:
+        await asyncio.wait((holding, leaving), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        holding.cancel()
+        leaving.cancel()
+        # Let both finish their own cleanup (the gate's held count) before going on.
+        await asyncio.wait((holding, leaving))
+    if not holding.cancelled() and holding.exception() is None:
+        return
+    raise ConnectionResetError("the client gave up on a request held at a gate")
+
+
 async def _before(
     fake: FakeCreateOS,
     request: web.Request,
@@ -234,7 +259,7 @@ async def _before(
     if kind == "latency":
         await fake.clock.sleep(fake.faults.latency_seconds(action))
     elif kind == "gate" and action.get("when", "before") == "before":
-        await fake.faults.gate_named(action.params["name"]).hold()
+        await _hold(request, rule)
     elif kind == "error":
         retry_after = action.get("retry_after")
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
@@ -285,7 +310,7 @@ async def _after(
 ) -> web.StreamResponse:
     action = rule.action
     if action.type == "gate" and action.get("when") == "after":
-        await fake.faults.gate_named(action.params["name"]).hold()
+        await _hold(request, rule)
     elif action.type == "drop_response":
         _drop(request)
     elif action.type == "malformed" and not response.prepared:

@@ -160,6 +160,10 @@ class Rule:
     fired: int = 0
     #: Rate-limit window state: (window start on the clock, requests in it) per client.
     windows: dict[str, tuple[float, int]] = field(default_factory=dict)
+    #: A gate rule's gate, bound when the rule is added: a request that fired the rule holds
+    #: at this gate even if the rule goes meanwhile (removing it opens the gate), instead of
+    #: looking the name up later and finding a fresh, closed gate that nobody will open.
+    gate: Gate | None = field(default=None, compare=False, repr=False)
 
     @property
     def exhausted(self) -> bool:
@@ -433,7 +437,7 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
         for rule in rules:
             gate = _gate_name(rule)
             if gate is not None:
-                self.gate_named(gate)
+                rule.gate = self.gate_named(gate)
                 self._gate_users[gate] += 1
             self._rules[rule.id] = rule
         return rules
