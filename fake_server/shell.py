@@ -70,6 +70,8 @@ __all__ = [
 
 #: How long (real seconds) a cancelled interpreter gets to stop before we stop waiting for it.
 STOP_GRACE_S = 5.0
+#: Loop turns that let a stopped interpreter's last scheduled callbacks run and end.
+_DRAIN_TURNS = 3
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
 SHELLS = frozenset({"bash", "sh", "dash"})
 _PROGRAM_DIRS = ("/bin", "/usr/bin")
@@ -402,6 +404,12 @@ class Shell:
             task.cancel()
         if running:
             await asyncio.wait(running, timeout=STOP_GRACE_S)
+        # A stopped interpreter may have handed the loop a callback just before it stopped
+        # (bashkit schedules each of the fake's commands with call_soon_threadsafe, then
+        # cancels it): let those run, and the tasks they cancel end, while the loop still runs.
+        # A callback left queued when the loop closes is a coroutine never awaited.
+        for _ in range(_DRAIN_TURNS):
+            await asyncio.sleep(0)
 
     async def _run(self, run: Run, plan: _Plan, env: dict[str, str]) -> int:
         invocation = run.invocation

@@ -4,6 +4,7 @@ terminal, image), live stdin, registered commands and the bounds."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -53,8 +54,11 @@ class Harness:
 
 
 @pytest.fixture
-def h() -> Harness:
-    return Harness()
+async def h() -> AsyncIterator[Harness]:
+    harness = Harness()
+    yield harness
+    # Some tests leave a run going on purpose: stop it while this test's loop still runs.
+    await harness.shell.wait_idle()
 
 
 async def settle() -> None:
