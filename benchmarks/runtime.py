@@ -1,7 +1,8 @@
 """What the sandbox runtime costs: exec throughput against an earlier revision, ``/healthz``
-latency while heavy scripts run, and the memory and file descriptors destroyed sandboxes leave.
+latency while heavy scripts run, the memory and file descriptors destroyed sandboxes leave, and
+how fast running commands stop.
 
-Three measurements, each printing its figure, its target and MET or BELOW:
+Four measurements, each printing its figure, its target and MET or BELOW:
 
 - **exec**: requests per second of ``POST /v1/sandboxes/{id}/exec`` (``echo hi``) on the fake at
   this checkout ("after") and at ``--baseline`` ("before", default: the last revision with the
@@ -14,7 +15,10 @@ Three measurements, each printing its figure, its target and MET or BELOW:
   the same while idle, in the same run; target: p99 under load <= 20 ms above idle p99;
 - **memory**: in this process, RSS and open file descriptors after a warm-up, at the peak of 30
   sandboxes holding 4 x 8 MiB files each (one exec each), and after deleting them all and
-  ``gc.collect()``; target: after within 10% of before.
+  ``gc.collect()``; target: after within 10% of before;
+- **stop**: in this process, the time from a DELETE of a process running a busy loop, a DELETE
+  of a sandbox whose buffered exec runs one, and a ``/_fake/reset`` with three of them, to the
+  command's end; target: at most 100 ms each.
 
 Usage::
 
@@ -566,10 +570,95 @@ def measure_memory(args: argparse.Namespace) -> bool:
     return met_rss and met_fds
 
 
+# -- 4. how fast running commands stop ---------------------------------------------------------
+
+#: A command that never ends by itself and never waits: only a stop ends it.
+BUSY = {"cmd": "bash", "args": ["-c", "while :; do :; done"]}
+
+
+async def stop_run(trials: int) -> dict[str, list[float]]:
+    """Milliseconds from each stop to the command's end, for the three ways to stop one."""
+    from fake_server import FakeCreateOS, ServerConfig, serve
+
+    fake = FakeCreateOS(ServerConfig(seed=1, api_keys=(API_KEY,), transition_ms=0))
+    times: dict[str, list[float]] = {"DELETE process": [], "DELETE sandbox": [], "reset": []}
+    async with (
+        serve(fake) as url,
+        aiohttp.ClientSession(
+            url, headers={"X-Api-Key": API_KEY}, timeout=aiohttp.ClientTimeout(total=60)
+        ) as session,
+    ):
+
+        async def call(method: str, path: str, **kwargs: Any) -> Any:
+            async with session.request(method, path, **kwargs) as response:
+                answer = await response.json()
+            if response.status != 200:
+                raise BenchmarkError(f"{method} {path}: HTTP {response.status} {answer}")
+            return answer["data"]
+
+        async def sandbox() -> str:
+            return str((await call("POST", "/v1/sandboxes", json={"shape": SHAPE}))["id"])
+
+        async def busy_process(sandbox_id: str) -> str:
+            base = f"/v1/sandboxes/{sandbox_id}/processes"
+            process = (await call("POST", base, json=BUSY))["process_id"]
+            await asyncio.sleep(0.05)  # it is looping now
+            return f"{base}/{process}"
+
+        for _ in range(trials):
+            # A process: DELETE answers once the tree has exited.
+            path = await busy_process(await sandbox())
+            started = time.perf_counter()
+            gone = await call("DELETE", path, params={"grace_ms": "1000"})
+            times["DELETE process"].append((time.perf_counter() - started) * 1000)
+            if not gone["tree_exited"]:
+                raise BenchmarkError(f"DELETE {path} left the tree running")
+            # A buffered exec: its answer (exit 137) arrives once it has stopped.
+            sandbox_id = await sandbox()
+            running = asyncio.ensure_future(
+                call("POST", f"/v1/sandboxes/{sandbox_id}/exec", json=BUSY)
+            )
+            await asyncio.sleep(0.05)
+            started = time.perf_counter()
+            await call("DELETE", f"/v1/sandboxes/{sandbox_id}")
+            result = (await running)["result"]
+            times["DELETE sandbox"].append((time.perf_counter() - started) * 1000)
+            if result["exit_code"] != 137:
+                raise BenchmarkError(f"the exec ended with {result}")
+            # Reset: every command of every tenant, until the shell is idle.
+            for _ in range(3):
+                await busy_process(await sandbox())
+            started = time.perf_counter()
+            await call("POST", "/_fake/reset")
+            # Polled: the shell offers no event for "idle"; the poll is finer than the target.
+            while not fake.runtime.shell.idle:  # noqa: ASYNC110
+                await asyncio.sleep(0.001)
+            times["reset"].append((time.perf_counter() - started) * 1000)
+            fake.create_tenant(API_KEY)
+    return times
+
+
+def measure_stop(args: argparse.Namespace) -> bool:
+    sys.path.insert(0, str(ROOT))
+    print(
+        f"in-process fake, {args.stop_trials} trials each: DELETE of a process running a busy"
+        " loop (until it answers tree_exited), DELETE of a sandbox whose buffered exec runs one"
+        " (until the exec answers 137), /_fake/reset with 3 of them (until the shell is idle)",
+        flush=True,
+    )
+    met = True
+    for label, values in asyncio.run(stop_run(args.stop_trials)).items():
+        ok = bool(max(values) <= args.max_stop_ms)
+        met = met and ok
+        figure = f"p50 {percentile(values, 50):.1f} ms, max {max(values):.1f} ms"
+        print(verdict(f"{label}: time to stop", figure, f"<= {args.max_stop_ms:g} ms", ok))
+    return met
+
+
 # -- the script --------------------------------------------------------------------------------
 
 
-MEASUREMENTS = ("exec", "healthz", "memory")
+MEASUREMENTS = ("exec", "healthz", "memory", "stop")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -601,6 +690,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory_group = parser.add_argument_group("memory")
     memory_group.add_argument("--sandboxes", type=int, default=30)
     memory_group.add_argument("--max-growth", type=float, default=0.10)
+    stop_group = parser.add_argument_group("stop")
+    stop_group.add_argument("--stop-trials", type=int, default=10)
+    stop_group.add_argument("--max-stop-ms", type=float, default=100.0)
     # Internal entry point: this file is also the server process.
     parser.add_argument("--serve", metavar="TREE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -612,6 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.rounds, args.seconds = 2, 1.0
         args.healthz_rounds, args.healthz_seconds = 1, 1.5
         args.sandboxes = 10
+        args.stop_trials = 3
 
     from throughput import split_cpus
 
@@ -626,8 +719,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 met = measure_exec(args, cpus)
             elif name == "healthz":
                 met = measure_healthz(args, cpus)
-            else:
+            elif name == "memory":
                 met = measure_memory(args)
+            else:
+                met = measure_stop(args)
         except BenchmarkError as exc:
             print(f"{name}: not a valid result: {exc}   INVALID", flush=True)
             met = False
