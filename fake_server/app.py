@@ -146,6 +146,8 @@ def _served(
             raise
         except ApiError as exc:
             response = envelope_response(exc.envelope(), exc.status, headers=exc.headers)
+            if exc.close:
+                response.force_close()
         except web.HTTPException as exc:
             response = _http_exception(exc)
         except Exception:  # never a traceback to the client: a 500 in the envelope

@@ -27,6 +27,7 @@ CONTROL_TOKEN_REQUIRED = "the control API needs this fake's control token in X-C
 INVALID_JSON = "request body must be valid JSON"
 BODY_NOT_OBJECT = "request body must be a JSON object"
 BODY_TOO_LARGE = "request body too large"
+BODY_UNREADABLE = "request body could not be read as sent (does its Content-Encoding match it?)"
 UNKNOWN_FIELD = "unknown field"
 JSON_TOO_DEEP = "request body nests deeper than {depth} levels"
 JSON_NOT_TEXT = "request body holds a string that is not valid Unicode text (a lone surrogate)"
@@ -56,6 +57,8 @@ CMD_REQUIRED = "cmd is required"
 PATH_REQUIRED = "path query parameter is required"
 PATH_NOT_ABSOLUTE = "path must be absolute"
 PATH_INVALID = "path must not contain NUL bytes, control characters or invisible characters"
+PATH_TOO_DEEP = "path must not be more than 100 directories deep"
+PATH_TOO_LONG = "path must not be longer than 4096 bytes, nor any name in it longer than 255"
 FILE_NOT_FOUND = "file not found"
 FILE_IS_DIRECTORY = "path is a directory"
 FILE_TOO_LARGE = "file exceeds the maximum upload size"
@@ -98,12 +101,15 @@ class ApiError(Exception):
         *,
         data: dict[str, Any] | str | None = None,
         headers: dict[str, str] | None = None,
+        close: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.data = data
         self.headers = headers or {}
+        #: The connection cannot be trusted after this answer (e.g. a body it could not read).
+        self.close = close
 
     def envelope(self) -> dict[str, Any]:
         """The JSend body for this error."""

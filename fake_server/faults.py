@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from fake_server.gates import Gate
+from fake_server.validation import path_problem
 
 __all__ = [
     "ACTION_TYPES",
@@ -245,6 +246,9 @@ def _check_action(action: Action) -> None:
             raise FaultError(f"action.mode must be one of {', '.join(MARKER_MODES)}")
         if "path" in p and (not isinstance(p["path"], str) or not p["path"].startswith("/")):
             raise FaultError("action.path must be an absolute path")
+        problem = path_problem(p.get("path", DEFAULT_MARKER_PATH))
+        if problem is not None:
+            raise FaultError(f"action.{problem}")
 
 
 _RULE_KEYS = frozenset({"id", "match", "action", "after", "times", "probability"})

@@ -93,6 +93,7 @@ ERRNO_MESSAGES: dict[str, str] = {
     "EFBIG": "File too large",
     "EINVAL": "Invalid argument",
     "ENOTEMPTY": "Directory not empty",
+    "ENAMETOOLONG": "File name too long",
 }
 
 #: How bashkit words its I/O errors, and the errno each means (first match wins).
@@ -105,6 +106,8 @@ _NATIVE_ERRORS: tuple[tuple[str, str], ...] = (
     ("not empty", "ENOTEMPTY"),
     ("too large", "EFBIG"),
     ("filesystem full", "EFBIG"),
+    ("too deep", "ENAMETOOLONG"),
+    ("too long", "ENAMETOOLONG"),
 )
 
 
@@ -413,7 +416,10 @@ class FileSystem:
                 raise FsError("ENOTDIR", path)
             if not create:
                 raise FsError("ENOENT", posixpath.dirname(path))
-            self.native.mkdir(parent)
+            try:
+                self.native.mkdir(parent)
+            except RuntimeError as exc:
+                raise _native_error(exc, parent) from None
 
     def clone(self) -> FileSystem:
         """Return an independent copy (for forks): every directory, file and mode.

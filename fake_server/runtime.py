@@ -30,7 +30,7 @@ from fake_server.processes import ManagedProcess, OutputFrame
 from fake_server.sandbox import Sandbox
 from fake_server.shell import CommandRegistry, Invocation, Shell, ShellLimits, Terminal
 from fake_server.streams import CappedSink, StdinReader
-from fake_server.validation import path_is_safe
+from fake_server.validation import path_problem
 
 __all__ = ["ExecSpec", "ProcessSpec", "Runtime"]
 
@@ -226,8 +226,9 @@ class Runtime:
     def _path(raw: str | None) -> str:
         if not raw:
             raise ApiError.invalid("path", errors.PATH_REQUIRED)
-        if not path_is_safe(raw):
-            raise ApiError.invalid("path", errors.PATH_INVALID)
+        problem = path_problem(raw)
+        if problem is not None:
+            raise ApiError.invalid("path", problem)
         if not raw.startswith("/"):
             raise ApiError.invalid("path", errors.PATH_NOT_ABSOLUTE)
         return FileSystem.normalize(raw)

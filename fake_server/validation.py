@@ -23,7 +23,7 @@ __all__ = [
     "PATH_FORBIDDEN",
     "Body",
     "parse_json",
-    "path_is_safe",
+    "path_problem",
     "query_int",
 ]
 
@@ -38,6 +38,11 @@ _INT64 = 1 << 63
 PATH_FORBIDDEN = (
     r"\x00-\x1f\x7f-\x9f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
 )
+#: The sandbox filesystem's limits on a path (bashkit's): directories deep, bytes in one name,
+#: bytes in all.
+MAX_PATH_DEPTH = 100
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
 # Tag characters lie outside the BMP, where a JSON Schema pattern cannot name them portably.
 _UNSAFE_PATH = re.compile(f"[{PATH_FORBIDDEN}\\U000e0000-\\U000e007f]")
 _T = TypeVar("_T")
@@ -203,14 +208,27 @@ class Body:
         return value
 
 
-def path_is_safe(path: str) -> bool:
-    """Whether ``path`` holds none of the :data:`PATH_FORBIDDEN` characters.
+def path_problem(path: str) -> str | None:
+    """What makes ``path`` one no sandbox can hold, or None: a :data:`PATH_FORBIDDEN`
+    character, more than :data:`MAX_PATH_DEPTH` directories, a name longer than
+    :data:`MAX_NAME_BYTES` or a path longer than :data:`MAX_PATH_BYTES` (the sandbox
+    filesystem's own limits, checked before anything is touched).
 
     Example:
-        >>> path_is_safe("/srv/app/caf\u00e9.txt"), path_is_safe("/srv/a\x1bb")
+        >>> path_problem("/srv/app/caf\u00e9.txt") is None, path_problem("/srv/a\x1bb") is None
         (True, False)
     """
-    return _UNSAFE_PATH.search(path) is None
+    if _UNSAFE_PATH.search(path):
+        return errors.PATH_INVALID
+    encoded = path.encode()
+    if len(encoded) > MAX_PATH_BYTES:
+        return errors.PATH_TOO_LONG
+    names = [name for name in encoded.split(b"/") if name]
+    if len(names) > MAX_PATH_DEPTH:
+        return errors.PATH_TOO_DEEP
+    if any(len(name) > MAX_NAME_BYTES for name in names):
+        return errors.PATH_TOO_LONG
+    return None
 
 
 def query_int(

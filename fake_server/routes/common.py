@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from fake_server import errors
 from fake_server.errors import ApiError
@@ -31,6 +32,7 @@ __all__ = [
     "ok",
     "paginated",
     "read_body",
+    "read_bytes",
     "read_raw_body",
     "sandbox_of",
     "scope",
@@ -147,12 +149,24 @@ async def read_body(
     return Body.parse(await read_raw_body(request), allowed=allowed, tolerated=tolerated)
 
 
+async def read_bytes(request: web.Request) -> bytes:
+    """The whole body; a 400 (and a closed connection) when it cannot be read as sent, e.g.
+    ``Content-Encoding: gzip`` on bytes that are not gzip."""
+    try:
+        return await request.read()
+    except RequestPayloadError:
+        # The stream is broken past repair: nothing more is read from it (aiohttp would try,
+        # and log the same error again), and the connection ends with the answer.
+        request.content.feed_eof()
+        raise ApiError(400, errors.BODY_UNREADABLE, close=True) from None
+
+
 async def read_raw_body(request: web.Request) -> bytes:
     """The body's bytes, capped at ``config.max_json_bytes`` (413 beyond it)."""
     limit = fake_of(request).config.max_json_bytes
     if request.content_length is not None and request.content_length > limit:
         raise ApiError(413, errors.BODY_TOO_LARGE)
-    raw = await request.read()
+    raw = await read_bytes(request)
     if len(raw) > limit:
         raise ApiError(413, errors.BODY_TOO_LARGE)
     return raw

@@ -15,7 +15,7 @@ from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError
 from fake_server.gates import Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.routes.common import Routes, fake_of, ok, read_body, read_raw_body
-from fake_server.validation import parse_json, path_is_safe, query_int
+from fake_server.validation import parse_json, path_problem, query_int
 
 
 async def reset(request: web.Request) -> web.Response:
@@ -174,8 +174,9 @@ async def sandbox_marker(request: web.Request) -> web.Response:
     path = body.string("path") or DEFAULT_MARKER_PATH
     if not path.startswith("/"):
         raise ApiError.invalid("path", errors.PATH_NOT_ABSOLUTE)
-    if not path_is_safe(path):
-        raise ApiError.invalid("path", errors.PATH_INVALID)
+    problem = path_problem(path)
+    if problem is not None:
+        raise ApiError.invalid("path", problem)
     if mode not in MARKER_MODES:
         raise ApiError.invalid("mode", f"must be one of {', '.join(MARKER_MODES)}")
     try:

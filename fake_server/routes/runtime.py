@@ -14,7 +14,16 @@ from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.lifecycle import Lifecycle
 from fake_server.processes import OutputEvicted, OutputFrame
-from fake_server.routes.common import SANDBOX, Routes, fake_of, ok, read_body, sandbox_of, scope
+from fake_server.routes.common import (
+    SANDBOX,
+    Routes,
+    fake_of,
+    ok,
+    read_body,
+    read_bytes,
+    sandbox_of,
+    scope,
+)
 from fake_server.runtime import ExecSpec, ProcessSpec, Runtime
 from fake_server.validation import query_int
 
@@ -127,7 +136,7 @@ async def put_file(request: web.Request) -> web.Response:
     runtime = fake_of(request).runtime
     # Check state and path before reading a possibly large body.
     runtime.check_upload(sandbox, request.query.get("path"), request.content_length)
-    data = await request.read()
+    data = await read_bytes(request)
     return ok(runtime.upload(sandbox, request.query.get("path"), data))
 
 
