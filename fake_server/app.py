@@ -60,6 +60,9 @@ def build_app(fake: FakeCreateOS) -> web.Application:
         for method, template, handler in module.ROUTES:
             served = _served(fake, request_ids, handler, method=method, template=template)
             app.router.add_route(method, template, served)
+            if method == "GET":  # as any HTTP server does: the GET's headers, no body
+                head = _served(fake, request_ids, handler, method="HEAD", template=template)
+                app.router.add_route("HEAD", template, head)
     # Last, so that it only ever sees what no other route matched.
     served = _served(fake, request_ids, _unrouted, method="*", template=None)
     app.router.add_route("*", "/{path:.*}", served, name=UNROUTED)

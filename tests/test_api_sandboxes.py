@@ -263,24 +263,33 @@ async def test_wrong_method_is_405_and_never_a_redirect(client: Client) -> None:
 async def test_unrouted_requests_are_enveloped_journaled_and_name_the_allowed_methods(
     fake: FakeCreateOS, client: Client
 ) -> None:
-    # One path template with two methods, one with a single method, a HEAD of a GET-only
-    # route, and a path no route serves at all.
+    # One path template with several methods, one with a single method (and its HEAD), and a
+    # path no route serves at all.
     body = await expect_error(await client.post("/v1/sandboxes/sb_x"), 405)
     assert body["message"] == "method not allowed"
     response = await client.post("/v1/sandboxes/sb_x")
-    assert set(response.headers["Allow"].split(",")) == {"GET", "PATCH", "DELETE"}
-    head = await client.head("/healthz")
-    assert head.status == 405
-    assert head.headers["Allow"] == "GET"
+    assert set(response.headers["Allow"].split(",")) == {"GET", "HEAD", "PATCH", "DELETE"}
+    put = await client.put("/healthz")
+    assert put.status == 405
+    assert set(put.headers["Allow"].split(",")) == {"GET", "HEAD"}
     await expect_error(await client.delete("/v2/anything/at/all"), 404, "route not found")
     entries = [e for e in fake.journal.requests() if e.route is None]
     assert [(e.method, e.path, e.status) for e in entries] == [
         ("POST", "/v1/sandboxes/sb_x", 405),
         ("POST", "/v1/sandboxes/sb_x", 405),
-        ("HEAD", "/healthz", 405),
+        ("PUT", "/healthz", 405),
         ("DELETE", "/v2/anything/at/all", 404),
     ]
     assert all(e.tenant is None for e in entries)  # no route, so no authentication either
+
+
+async def test_head_answers_what_get_would_without_a_body(client: Client) -> None:
+    for path in ("/healthz", "/v1/sandboxes", "/v1/sandboxes/nope"):
+        get, head = await client.get(path), await client.head(path)
+        assert head.status == get.status
+        assert head.headers["Content-Type"] == get.headers["Content-Type"]
+        assert head.headers["Content-Length"] == get.headers["Content-Length"]
+        assert await head.read() == b""
 
 
 async def test_every_response_carries_a_request_id(client: Client) -> None:
