@@ -65,7 +65,8 @@ def build_app(fake: FakeCreateOS) -> web.Application:
                 app.router.add_route("HEAD", template, head)
     # Last, so that it only ever sees what no other route matched.
     served = _served(fake, request_ids, _unrouted, method="*", template=None)
-    app.router.add_route("*", "/{path:.*}", served, name=UNROUTED)
+    # [\s\S], not ".": a path may hold an encoded newline (%0a), and "." stops at it.
+    app.router.add_route("*", r"/{path:[\s\S]*}", served, name=UNROUTED)
     app.on_cleanup.append(lambda _: fake.stop_commands())
     return app
 

@@ -27,6 +27,7 @@ CONTROL_TOKEN_REQUIRED = "the control API needs this fake's control token in X-C
 INVALID_JSON = "request body must be valid JSON"
 BODY_NOT_OBJECT = "request body must be a JSON object"
 BODY_TOO_LARGE = "request body too large"
+REQUEST_UNPARSABLE = "malformed HTTP request: its request line or a header could not be parsed"
 BODY_UNREADABLE = "request body could not be read as sent (does its Content-Encoding match it?)"
 UNKNOWN_FIELD = "unknown field"
 JSON_TOO_DEEP = "request body nests deeper than {depth} levels"

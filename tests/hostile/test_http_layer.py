@@ -1,0 +1,85 @@
+"""What aiohttp answers before any route runs (requests it cannot parse) comes in the API's
+envelope too, quotes nothing the client sent (an API key in a broken header) and is logged in
+one line without a traceback; paths with encoded newlines reach the catch-all route."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from fake_server import FakeCreateOS, ServerConfig, serve
+
+SECRET = b"skp_do_not_echo_me"
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[FakeCreateOS, str]]:
+    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0))
+    async with serve(fake) as url:
+        yield fake, url
+
+
+async def exchange(url: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``raw`` bytes on a fresh connection; the answer's status, headers and body."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        writer.write(raw)
+        answer = await asyncio.wait_for(reader.read(), timeout=10)
+    finally:
+        writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines)
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET /v1/sandboxes HTTP/1.1\r\nHost: localhost\r\nX-Api-Key: " + SECRET + b"\r1\r\n\r\n",
+        b"GET /v1/sandboxes HTTP/1.1\r\nHost: localhost\r\nX-Api-Key: " + SECRET + b"\x01\r\n\r\n",
+        b"BLAH " + SECRET + b"\r\n\r\n",
+        b"GET /" + SECRET + b" HTTP/9.9\r\n\r\n",
+    ],
+)
+async def test_unparsable_requests_get_the_envelope_and_no_echo(
+    served: tuple[FakeCreateOS, str], raw: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    _, url = served
+    status, headers, body = await exchange(url, raw)
+    assert status == 400
+    assert headers["Content-Type"].startswith("application/json")
+    assert json.loads(body) == {
+        "status": "fail",
+        "message": "malformed HTTP request: its request line or a header could not be parsed",
+        "code": 400,
+    }
+    assert SECRET not in body
+    assert not any(SECRET.decode() in record.getMessage() for record in caplog.records)
+    assert not any(record.exc_info for record in caplog.records)
+    # And the fake goes on serving.
+    status, _, _ = await exchange(
+        url, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    assert status == 200
+
+
+async def test_a_path_with_an_encoded_newline_reaches_the_catch_all(
+    served: tuple[FakeCreateOS, str],
+) -> None:
+    fake, url = served
+    raw = b"GET /v1/a%0ab HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    status, headers, body = await exchange(url, raw)
+    assert status == 404
+    assert headers["Content-Type"].startswith("application/json")
+    assert json.loads(body)["message"] == "route not found"
+    assert [entry.path for entry in fake.journal.requests()] == ["/v1/a\nb"]
