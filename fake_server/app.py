@@ -30,6 +30,8 @@ from fake_server.routes.common import (
     Handler,
     RequestScope,
     envelope_response,
+    unless_client_leaves,
+    until_client_leaves,
 )
 from fake_server.routes.dashboard import DASHBOARD_PATH
 from fake_server.sandbox import Sandbox
@@ -215,42 +217,12 @@ def _drop(request: web.Request) -> None:
     raise _Dropped
 
 
-#: How often a hung request looks whether its client is still there (real time: a client
-#: giving up is a real-world event, not one on the fake's clock).
-HANG_POLL_S = 0.05
-
-
-async def _until_client_leaves(request: web.Request) -> None:
-    """Answer nothing until the client gives up or the server stops.
-
-    aiohttp (3.9 and later, by default) does not cancel a handler when its client disconnects,
-    so waiting on nothing would keep the task alive until the server stops — one leaked task
-    per hung request in a soak — and the request would never reach the journal.
-    """
-    # Polled: aiohttp offers no event or callback for "this request's connection closed".
-    while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
-        await asyncio.sleep(HANG_POLL_S)
-    raise ConnectionResetError("the client gave up on a hung request")
-
-
 async def _hold(request: web.Request, rule: Rule) -> None:
     """Hold the request at its rule's gate until released, or until its client leaves: a
     client that gave up is no longer held (the gate's count says so at once) and its task ends
     (ConnectionResetError, journaled as closed by the client)."""
-    if rule.gate is None:
-        return
-    holding = asyncio.ensure_future(rule.gate.hold())
-    leaving = asyncio.ensure_future(_until_client_leaves(request))
-    try:
-        await asyncio.wait((holding, leaving), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        holding.cancel()
-        leaving.cancel()
-        # Let both finish their own cleanup (the gate's held count) before going on.
-        await asyncio.wait((holding, leaving))
-    if not holding.cancelled() and holding.exception() is None:
-        return
-    raise ConnectionResetError("the client gave up on a request held at a gate")
+    if rule.gate is not None:
+        await unless_client_leaves(request, rule.gate.hold())
 
 
 async def _before(
@@ -263,7 +235,9 @@ async def _before(
     action = rule.action
     kind = action.type
     if kind == "latency":
-        await fake.clock.sleep(fake.faults.latency_seconds(action))
+        # A client that gives up on a slow answer ends the request: on a manual clock, or
+        # with a latency of days, nothing else would.
+        await unless_client_leaves(request, fake.clock.sleep(fake.faults.latency_seconds(action)))
     elif kind == "gate" and action.get("when", "before") == "before":
         await _hold(request, rule)
     elif kind == "error":
@@ -282,7 +256,8 @@ async def _before(
     elif kind == "reset":
         _drop(request)
     elif kind == "hang":
-        await _until_client_leaves(request)
+        await until_client_leaves(request)
+        raise ConnectionResetError("the client gave up on a hung request")
     elif kind in ("stream", "process_survives", "stale_read"):
         request_scope.directives = {**request_scope.directives, kind: action.params}
     elif sandbox is not None:

@@ -48,6 +48,7 @@ from typing import Any  # noqa: E402
 
 import bashkit  # noqa: E402
 
+from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import FileSystem, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
@@ -293,7 +294,10 @@ class Shell:
             max_commands=self.limits.max_commands,
             max_loop_iterations=self.limits.max_commands,
             timeout_seconds=self.limits.max_seconds,
-            custom_builtins=commands.builtins(),
+            custom_builtins={
+                name: lazy(builtin) if inspect.iscoroutinefunction(builtin) else builtin
+                for name, builtin in commands.builtins().items()
+            },
             # Interactive: no per-session caps (a REPL runs many scripts in one interpreter);
             # the per-run limits above still apply.
             profile=bashkit.ExecutionProfile.Interactive,
@@ -302,7 +306,7 @@ class Shell:
         for directory in _PROGRAM_DIRS:
             bash.mount(directory, programs(), read_only=True)
         for name, callback in commands.live_commands().items():
-            bash.add_command(name, callback)
+            bash.add_command(name, lazy(callback))
         return Interpreter(bash, commands.callbacks)
 
     async def execute(
@@ -321,7 +325,9 @@ class Shell:
         err = stderr or run.stderr_sink
         execution = asyncio.ensure_future(
             _awaitable(
-                interpreter.bash.execute(script, stdout=stdout or run.stdout_sink, stderr=err)
+                interpreter.bash.execute(
+                    script, stdout=lazy(stdout or run.stdout_sink), stderr=lazy(err)
+                )
             )
         )
         try:

@@ -323,7 +323,10 @@ async def test_registered_command_streams_over_time(aiohttp_client: ClientFactor
     base = f"/v1/sandboxes/{sandbox_id}/processes/{process['process_id']}"
     clock = fake.clock
     assert isinstance(clock, ManualClock)
-    await eventually(lambda: clock.pending == 1)  # step 1 written, the command sleeps
+    await eventually(lambda: clock.pending == 1)  # the command sleeps
+    # Step 1 reaches the output journal through the interpreter's pipe: a condition wait.
+    process_output = fake.find_sandbox(sandbox_id).processes[process["process_id"]].output
+    await eventually(lambda: process_output.newest_seq == 1)
     view = (await (await client.get(base)).json())["data"]
     assert (view["state"], view["output"]["newest_seq"]) == ("running", 1)
     clock.advance(1)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
@@ -15,6 +16,8 @@ from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.tenants import Tenant
 from fake_server.validation import Body
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
@@ -37,6 +40,8 @@ __all__ = [
     "sandbox_of",
     "scope",
     "tenant_of",
+    "unless_client_leaves",
+    "until_client_leaves",
 ]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -170,3 +175,42 @@ async def read_raw_body(request: web.Request) -> bytes:
     if len(raw) > limit:
         raise ApiError(413, errors.BODY_TOO_LARGE)
     return raw
+
+
+#: How often a request that waits looks whether its client is still there (real time: a client
+#: giving up is a real-world event, not one on the fake's clock).
+CLIENT_POLL_S = 0.05
+
+
+async def until_client_leaves(request: web.Request) -> None:
+    """Return once the request's client has closed its connection (or the server stopped).
+
+    aiohttp (3.9 and later, by default) does not cancel a handler when its client disconnects,
+    so a request waiting on something that never comes (a hang fault, a gate, a latency on a
+    manual clock) would keep its task until the server stops, and never reach the journal.
+    """
+    # Polled: aiohttp offers no event or callback for "this request's connection closed".
+    while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
+        await asyncio.sleep(CLIENT_POLL_S)
+
+
+async def unless_client_leaves(request: web.Request, work: Awaitable[_T]) -> _T:
+    """``await work``, unless the client leaves first: then ``work`` is cancelled (and has
+    ended) and ``ConnectionResetError`` is raised.
+
+    Example::
+
+        await unless_client_leaves(request, gate.hold())
+    """
+    working = asyncio.ensure_future(work)
+    leaving = asyncio.ensure_future(until_client_leaves(request))
+    try:
+        await asyncio.wait((working, leaving), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        working.cancel()
+        leaving.cancel()
+        # Both end their own way (a gate's held count, say) before the request goes on.
+        await asyncio.wait((working, leaving))
+    if working.cancelled():
+        raise ConnectionResetError("the client left while its request waited")
+    return working.result()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -23,6 +24,7 @@ from fake_server.routes.common import (
     read_bytes,
     sandbox_of,
     scope,
+    unless_client_leaves,
 )
 from fake_server.runtime import ExecSpec, ProcessSpec, Runtime
 from fake_server.validation import query_int
@@ -52,17 +54,24 @@ async def stream_ndjson(
         }
     )
     await response.prepare(request)
-    try:
-        async for line in _faulted(frames, fault) if fault else _lines(frames):
-            if line is None:  # a disconnect fault: the connection dies mid-stream
-                if request.transport is not None:
-                    request.transport.abort()
-                return response
-            await response.write(line)
-    except ConnectionError:
-        return response
-    await response.write_eof()
+    lines = _faulted(frames, fault) if fault else _lines(frames)
+    # A stream waiting for output (heartbeats run on the fake's clock, and a manual clock may
+    # never move) still ends when its client leaves.
+    with contextlib.suppress(ConnectionError):
+        await unless_client_leaves(request, _write(request, response, lines))
     return response
+
+
+async def _write(
+    request: web.Request, response: web.StreamResponse, lines: AsyncIterator[bytes | None]
+) -> None:
+    async for line in lines:
+        if line is None:  # a disconnect fault: the connection dies mid-stream
+            if request.transport is not None:
+                request.transport.abort()
+            return
+        await response.write(line)
+    await response.write_eof()
 
 
 def _encode(frame: dict[str, Any]) -> bytes:
@@ -196,7 +205,9 @@ async def connect(request: web.Request) -> web.StreamResponse:
     frames = process.connect(after=after, heartbeat_s=fake.config.heartbeat_s)
     first: OutputFrame | dict[str, Any] | None
     try:
-        first = await anext(frames)
+        # Nothing is sent before the first frame (the answer may yet be a 410), and on a manual
+        # clock no heartbeat comes: a client that leaves meanwhile ends the request.
+        first = await unless_client_leaves(request, anext(frames))
     except OutputEvicted as evicted:
         if fake.config.eviction == "http":
             raise ApiError(

@@ -1,0 +1,74 @@
+"""Requests whose clients give up end on the server too: a latency of days (or on a manual
+clock that never moves) and a ``connect`` stream waiting for output no longer keep a task, a
+timer and a connection until the server stops."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+
+from fake_server import FakeCreateOS, ManualClock, ServerConfig, serve
+from tests.conftest import eventually
+
+KEY = {"X-Api-Key": "skp_abandon"}
+
+
+async def test_a_client_leaving_a_latency_fault_ends_its_request() -> None:
+    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    fake.faults.latency(86_400_000, route="GET /v1/whoami")  # a day, on a clock that stays put
+    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
+        for _ in range(3):
+            request = asyncio.ensure_future(session.get("/v1/whoami"))
+            await eventually(lambda: clock.pending == 1)
+            request.cancel()  # the client gives up and closes its connection
+            with pytest.raises(asyncio.CancelledError):
+                await request
+            await eventually(lambda: clock.pending == 0)  # the server let go of its timer
+        entries = fake.journal.requests(route="GET /v1/whoami")
+        assert [entry.detail for entry in entries] == ["client closed the connection"] * 3
+
+
+async def test_a_connect_stream_ends_when_its_client_leaves_on_a_manual_clock() -> None:
+    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
+    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
+        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+            sandbox = (await created.json())["data"]["id"]
+        processes = f"/v1/sandboxes/{sandbox}/processes"
+        async with session.post(processes, json={"cmd": "cat"}) as started:
+            process = (await started.json())["data"]["process_id"]
+        connect = f"{processes}/{process}/connect"
+        # Before any frame (nothing is sent yet: no output, no heartbeat on this clock) ...
+        waiting = asyncio.ensure_future(session.get(connect))
+        await eventually(lambda: process_waits(fake, sandbox, process))
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await eventually(lambda: len(connects(fake)) == 1)
+        # ... and while following, after a first frame.
+        async with session.post(
+            f"{processes}/{process}/input", json={"data_base64": "aGkK"}
+        ) as sent:
+            assert sent.status == 200
+        stream = await session.get(connect)
+        assert stream.status == 200
+        assert (await stream.content.readline()).startswith(b'{"type":"data"')
+        stream.close()
+        await eventually(lambda: len(connects(fake)) == 2)
+        assert connects(fake)[0].detail == "client closed the connection"
+        # The process itself goes on (losing the output connection does not stop it).
+        async with session.get(f"{processes}/{process}") as view:
+            assert (await view.json())["data"]["state"] == "running"
+
+
+def connects(fake: FakeCreateOS) -> list[Any]:
+    return fake.journal.requests(route="GET /v1/sandboxes/{id}/processes/{pid}/connect")
+
+
+def process_waits(fake: FakeCreateOS, sandbox: str, process: str) -> bool:
+    """Whether someone waits for the process's next output (a connect that got this far)."""
+    return bool(fake.find_sandbox(sandbox).processes[process]._waiters)
