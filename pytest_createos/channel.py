@@ -41,6 +41,9 @@ class ControlChannel(Protocol):
     """The control operations a test needs, in JSON terms."""
 
     url: str
+    #: Other processes may use the same fake (``--createos-url`` with xdist, say): a test then
+    #: owns only what it added under its own tenant.
+    shared: bool
 
     def new_tenant(self) -> tuple[str, str]:
         """A fresh ``(api_key, tenant_id)``."""
@@ -107,25 +110,38 @@ def tenant_sandboxes(channel: ControlChannel, tenant_id: str) -> list[dict[str, 
 
 
 def open_test(channel: ControlChannel, seed: int) -> TestTenant:
-    """Set a fake up for one test: reseed it and give the test a fresh tenant."""
+    """Set a fake up for one test: give it a fresh tenant, then reseed the fake.
+
+    The tenant comes first, from the sequence as it stands, so two tests with the same seed (or
+    a test run again) never get the same tenant id and never read each other's journal; what
+    the test creates after the reseed (sandbox ids, names) replays with its seed.
+    """
     baseline = frozenset(rule["id"] for rule in channel.rules())
-    channel.reseed(seed)
     api_key, tenant_id = channel.new_tenant()
+    channel.reseed(seed)
     return TestTenant(api_key, tenant_id, baseline)
 
 
 def close_test(
     channel: ControlChannel, tenant: TestTenant, *, leak_check: bool
 ) -> list[dict[str, Any]]:
-    """Undo everything a test added (rules by any route, their gates opened, its tenant); returns
-    the sandboxes it left alive when ``leak_check`` is on."""
+    """Undo everything a test added (its rules, their gates opened, its tenant); returns the
+    sandboxes it left alive when ``leak_check`` is on.
+
+    Its rules are those scoped to its tenant, and on a fake no one else uses also any rule that
+    appeared during the test (added some other way); on a shared fake, rules that other tests
+    added meanwhile are theirs.
+    """
     leaked = (
         [s for s in tenant_sandboxes(channel, tenant.tenant_id) if s["status"] in ALIVE]
         if leak_check
         else []
     )
     for rule in channel.rules():
-        if rule["id"] not in tenant.baseline_rules:
+        owned = rule["match"].get("tenant") == tenant.tenant_id or (
+            not channel.shared and rule["id"] not in tenant.baseline_rules
+        )
+        if owned:
             channel.remove_rule(rule["id"])  # the fake opens and forgets its gate
     channel.drop_tenant(tenant.api_key)
     return leaked
@@ -134,6 +150,8 @@ def close_test(
 class LocalChannel:
     """A fake in this process, either on this thread's running loop or behind a
     :class:`~fake_server.runner.BackgroundServer` (calls are handed to its loop)."""
+
+    shared = False  # this worker's own fake
 
     def __init__(self, fake: FakeCreateOS, url: str, server: BackgroundServer | None = None):
         self.fake = fake
@@ -252,6 +270,8 @@ class LocalChannel:
 
 class HttpChannel:
     """A ``fake-createos serve`` reached over its ``/_fake`` control API."""
+
+    shared = True  # other workers, other runs, people with curl may use it too
 
     def __init__(
         self, url: str, *, timeout: float = 10.0, control_token: str | None = None

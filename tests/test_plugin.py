@@ -165,6 +165,54 @@ def test_header_prints_the_seed_and_a_seed_replays_ids(project: pytest.Pytester)
     assert sandbox_id(first) == sandbox_id(again) != sandbox_id(other)
 
 
+def test_tests_with_the_same_seed_share_ids_but_not_tenants(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+        from helpers import call, create
+
+        SEEN = {}
+
+        @pytest.mark.createos(seed=7)
+        @pytest.mark.parametrize("run", ["first", "second"])
+        def test_seeded(createos_server, run):
+            # Nothing of the other run shows in this test's journal ...
+            assert createos_server.journal.requests() == []
+            sandbox = create(createos_server)
+            SEEN[run] = (createos_server.tenant_id, sandbox)
+            call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+            assert len(createos_server.journal.requests(route="POST /v1/sandboxes")) == 1
+
+        def test_compare():
+            (tenant_1, sandbox_1), (tenant_2, sandbox_2) = SEEN["first"], SEEN["second"]
+            assert sandbox_1 == sandbox_2  # ... its ids replay with the seed ...
+            assert tenant_1 != tenant_2  # ... and its tenant is its own
+        """
+    )
+    project.runpytest().assert_outcomes(passed=3)
+
+
+def test_a_shared_fake_keeps_the_rules_other_tests_added(project: pytest.Pytester) -> None:
+    # Another worker's (or person's) rule, added while this test runs, outlives its teardown.
+    project.makepyfile(
+        """
+        def test_adds_one(createos_server):
+            createos_server.faults.error(418, route="GET /v1/whoami")
+            import json, urllib.request
+            rule = {"id": "someone-elses", "match": {"route": "GET /v1/shapes"},
+                    "action": {"type": "error", "status": 503}}
+            request = urllib.request.Request(createos_server.url + "/_fake/faults",
+                data=json.dumps(rule).encode(), method="POST",
+                headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(request, timeout=5).read()
+        """
+    )
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        project.runpytest(f"--createos-url={server.url}").assert_outcomes(passed=1)
+        left = server.call(lambda: [rule.id for rule in server.fake.faults.rules])
+    assert left == ["someone-elses"]
+
+
 def test_manual_clock_and_gates_from_a_sync_test(project: pytest.Pytester) -> None:
     project.makepyfile(
         """
