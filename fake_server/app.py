@@ -123,6 +123,7 @@ def _served(
                 check_control_access(request.host, request.headers, fake.config, token=needs_token)
             if authenticated:
                 tenant = fake.tenants.resolve(request.headers.get("X-Api-Key"))
+                tenant.last_seen = started
                 request_scope.tenant = tenant
                 tenant_id = tenant.id
                 if sandbox_id is not None:

@@ -117,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="wall-clock seconds one exec or process may run (default: %(default)s)",
     )
     serve.add_argument(
+        "--idle-tenant-s",
+        type=_positive_float,
+        default=IDLE_TENANT_S,
+        help="drop a tenant an unknown key made after this long without a request, unless it"
+        " has a sandbox not destroyed or a rule (default: %(default)s)",
+    )
+    serve.add_argument(
         "--exec-output-cap",
         type=_positive_int,
         default=defaults.exec_output_cap_bytes,
@@ -190,6 +197,10 @@ def startup_rules(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rules
 
 
+#: A standalone server meets keys from anywhere: tenants they make go after an idle hour.
+IDLE_TENANT_S = 3600.0
+
+
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(
         seed=args.seed,
@@ -202,6 +213,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_commands=args.max_commands,
         max_command_seconds=args.max_command_seconds,
         exec_output_cap_bytes=args.exec_output_cap,
+        idle_tenant_s=args.idle_tenant_s,
         allow_remote=args.allow_remote,
         control_token=args.control_token or None,
     )

@@ -52,6 +52,10 @@ class ServerConfig:
     #: Wall-clock seconds one command may run (``None``: no limit).
     max_command_seconds: float | None = 600.0
     max_json_bytes: int = 256 << 10
+    #: Drop a tenant made by an unknown key (open mode) after this long (on the fake's clock)
+    #: without a request, unless it still has a sandbox that is not destroyed or a fault rule;
+    #: ``None``: keep every tenant. Registered keys (``api_keys``, ``/_fake/tenants``) stay.
+    idle_tenant_s: float | None = None
     #: Answer the control API and dashboard for any ``Host``/``Origin`` (not only loopback).
     allow_remote: bool = False
     #: When set, every control API request must carry it in ``X-Control-Token``.

@@ -78,6 +78,8 @@ class FakeCreateOS:
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)
         for key in config.api_keys:
             self.tenants.register(key)
+        self.tenants.on_implicit = self._tenant_made
+        self._swept_at = self.clock.now()
 
     def reseed(self, seed: int) -> None:
         """Restart ids, names and fault draws from ``seed``."""
@@ -106,6 +108,25 @@ class FakeCreateOS:
     def tenant(self, api_key: str) -> Tenant:
         """The tenant behind a key (registering it unless the fake is strict)."""
         return self.tenants.resolve(api_key)
+
+    def _tenant_made(self, tenant: Tenant) -> None:
+        """A new key made a tenant: now and then, drop the idle ones (a server that any key
+        reaches would otherwise keep every key it ever saw)."""
+        tenant.last_seen = now = self.clock.now()
+        idle_s = self.config.idle_tenant_s
+        if idle_s is None or now - self._swept_at < idle_s / 10:
+            return
+        self._swept_at = now
+        ruled = {rule.match.tenant for rule in self.faults.rules}
+        for key in self.tenants.keys_of(
+            lambda old: (
+                old.implicit
+                and now - old.last_seen >= idle_s
+                and old.id not in ruled
+                and not old.has_live_sandboxes()
+            )
+        ):
+            self.drop_tenant(key)
 
     def drop_tenant(self, api_key: str) -> None:
         """Forget a tenant and stop everything its sandboxes were doing."""

@@ -7,7 +7,7 @@ registered keys are.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from fake_server import errors
@@ -24,6 +24,11 @@ class Tenant:
     """One API key's namespace."""
 
     id: str
+    #: Made on first use of an unknown key (open mode), not registered on purpose: such a
+    #: tenant may be dropped once idle (``ServerConfig.idle_tenant_s``).
+    implicit: bool = False
+    #: The fake clock's time of its last authenticated request.
+    last_seen: float = 0.0
     sandboxes: dict[str, Sandbox] = field(default_factory=dict)
     #: Live (non-terminal) sandbox names: names are unique only among those.
     names: dict[str, str] = field(default_factory=dict)
@@ -44,6 +49,9 @@ class Tenant:
     def release_name(self, sandbox: Sandbox) -> None:
         if self.names.get(sandbox.name) == sandbox.id:
             del self.names[sandbox.name]
+
+    def has_live_sandboxes(self) -> bool:
+        return any(sandbox.status is not Status.DESTROYED for sandbox in self.sandboxes.values())
 
     def stats(self) -> dict[str, int]:
         counts = {"running": 0, "paused": 0, "other": 0, "total": 0}
@@ -73,17 +81,21 @@ class Tenants:
         #: The ids of registered tenants: a fresh id never repeats a live one, even after a
         #: reseed starts the id sequence again.
         self._live_ids: set[str] = set()
+        #: Called with each tenant an unknown key makes (the fake drops idle ones then).
+        self.on_implicit: Callable[[Tenant], object] = lambda tenant: None
 
-    def register(self, api_key: str) -> Tenant:
+    def register(self, api_key: str, *, implicit: bool = False) -> Tenant:
         """Register ``api_key`` (idempotent) and return its tenant."""
         tenant = self._by_key.get(api_key)
         if tenant is None:
             tenant_id = self._ids.tenant_id()
             while tenant_id in self._live_ids:
                 tenant_id = self._ids.tenant_id()
-            tenant = Tenant(tenant_id)
+            tenant = Tenant(tenant_id, implicit=implicit)
             self._by_key[api_key] = tenant
             self._live_ids.add(tenant_id)
+        elif not implicit:
+            tenant.implicit = False  # registered on purpose now: it stays
         return tenant
 
     def create(self) -> str:
@@ -103,7 +115,8 @@ class Tenants:
         if tenant is None:
             if self.strict:
                 raise ApiError(401, errors.INVALID_API_KEY)
-            tenant = self.register(api_key)
+            tenant = self.register(api_key, implicit=True)
+            self.on_implicit(tenant)
         return tenant
 
     def forget(self, api_key: str) -> None:
@@ -111,6 +124,10 @@ class Tenants:
         tenant = self._by_key.pop(api_key, None)
         if tenant is not None:
             self._live_ids.discard(tenant.id)
+
+    def keys_of(self, doomed: Callable[[Tenant], bool]) -> list[str]:
+        """The keys whose tenants ``doomed`` picks (to drop them)."""
+        return [key for key, tenant in self._by_key.items() if doomed(tenant)]
 
     def __iter__(self) -> Iterator[Tenant]:
         return iter(list(self._by_key.values()))
