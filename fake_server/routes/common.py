@@ -154,27 +154,31 @@ async def read_body(
     return Body.parse(await read_raw_body(request), allowed=allowed, tolerated=tolerated)
 
 
-async def read_bytes(request: web.Request) -> bytes:
-    """The whole body; a 400 (and a closed connection) when it cannot be read as sent, e.g.
-    ``Content-Encoding: gzip`` on bytes that are not gzip."""
+async def read_bytes(request: web.Request, limit: int) -> bytes:
+    """The whole body, read as it arrives and refused (413) as soon as it passes ``limit``
+    bytes, whether or not it declared its length (a chunked body once was read whole, up to
+    aiohttp's own cap, before any check); a 400 when it cannot be read as sent, e.g.
+    ``Content-Encoding: gzip`` on bytes that are not gzip. Either refusal closes the
+    connection: the rest of the body is never read."""
+    if request.content_length is not None and request.content_length > limit:
+        raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
+    body = bytearray()
     try:
-        return await request.read()
+        async for chunk in request.content.iter_any():
+            body += chunk
+            if len(body) > limit:
+                raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
     except RequestPayloadError:
         # The stream is broken past repair: nothing more is read from it (aiohttp would try,
-        # and log the same error again), and the connection ends with the answer.
+        # and log the same error again).
         request.content.feed_eof()
         raise ApiError(400, errors.BODY_UNREADABLE, close=True) from None
+    return bytes(body)
 
 
 async def read_raw_body(request: web.Request) -> bytes:
     """The body's bytes, capped at ``config.max_json_bytes`` (413 beyond it)."""
-    limit = fake_of(request).config.max_json_bytes
-    if request.content_length is not None and request.content_length > limit:
-        raise ApiError(413, errors.BODY_TOO_LARGE)
-    raw = await read_bytes(request)
-    if len(raw) > limit:
-        raise ApiError(413, errors.BODY_TOO_LARGE)
-    return raw
+    return await read_bytes(request, fake_of(request).config.max_json_bytes)
 
 
 #: How often a request that waits looks whether its client is still there (real time: a client

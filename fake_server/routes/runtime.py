@@ -145,7 +145,7 @@ async def put_file(request: web.Request) -> web.Response:
     runtime = fake_of(request).runtime
     # Check state and path before reading a possibly large body.
     runtime.check_upload(sandbox, request.query.get("path"), request.content_length)
-    data = await read_bytes(request)
+    data = await read_bytes(request, fake_of(request).config.max_file_bytes)
     return ok(runtime.upload(sandbox, request.query.get("path"), data))
 
 

@@ -3,13 +3,14 @@ the fake readable afterwards (each of these once answered 500, some for good).""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
-from fake_server import FakeCreateOS
-from tests.conftest import Client, create_sandbox
+from fake_server import FakeCreateOS, ServerConfig
+from tests.conftest import Client, ClientFactory, create_sandbox
 from tests.test_api_sandboxes import expect_error
 
 SHAPE = "s-1vcpu-1gb"
@@ -110,3 +111,38 @@ async def test_ordinary_bodies_still_parse(client: Client) -> None:
     nested = {"match": {"route": "GET /v1/sandboxes"}, "action": {"type": "latency", "ms": 1.5}}
     added = await client.post("/_fake/faults", json=nested)
     assert added.status == 200, await added.text()
+
+
+async def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_cap(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    more = asyncio.Event()  # never set: the rest of the body would never come
+
+    async def past_the_cap_then_stalls() -> Any:  # chunked: no declared length
+        yield b'{"shape": "s-1vcpu-1gb", "name": "' + b"x" * (fake.config.max_json_bytes + 1)
+        await more.wait()
+
+    # Before, the whole body was read before any check: this answer never came.
+    posting = client.post("/v1/sandboxes", data=past_the_cap_then_stalls(), headers=JSON)
+    response = await asyncio.wait_for(posting, timeout=10)
+    await expect_error(response, 413, "too large")
+    assert await listed(client) == []
+
+
+async def test_a_chunked_upload_is_refused_as_soon_as_it_passes_the_cap(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0, max_file_bytes=1024))
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_upload"})
+    sandbox = (await create_sandbox(client))["id"]
+    more = asyncio.Event()
+
+    async def past_the_cap_then_stalls() -> Any:
+        yield b"x" * 2048
+        await more.wait()
+
+    files = f"/v1/sandboxes/{sandbox}/files"
+    putting = client.put(files, params={"path": "/tmp/big"}, data=past_the_cap_then_stalls())
+    await expect_error(await asyncio.wait_for(putting, timeout=10), 413)
+    missing = await client.get(files, params={"path": "/tmp/big"})
+    assert missing.status == 404
