@@ -35,6 +35,8 @@ class ServerConfig:
     strict: bool = False
     #: What GET answers for a deleted sandbox: its ``destroyed`` row, or 404.
     deleted: Literal["destroyed", "404"] = "destroyed"
+    #: Destroyed sandboxes each tenant keeps readable (as ``destroyed``); older ones answer 404.
+    destroyed_kept: int = 1000
     #: How a ``connect`` cursor older than the retained output is answered.
     eviction: Literal["http", "frame"] = "http"
     region: str = DEFAULT_REGION

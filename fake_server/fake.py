@@ -73,6 +73,7 @@ class FakeCreateOS:
             self.clock,
             region=config.region,
             on_going_away=self.runtime.stop_all,
+            destroyed_kept=config.destroyed_kept,
         )
         self.faults = FaultEngine(self.ids.seed)
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)

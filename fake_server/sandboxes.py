@@ -77,8 +77,11 @@ class SandboxService:
         *,
         region: str,
         on_going_away: Callable[[Sandbox], None] = lambda sandbox: None,
+        destroyed_kept: int = 1000,
     ) -> None:
         self.lifecycle = lifecycle
+        #: Destroyed sandboxes each tenant keeps readable (see Tenant.keep_destroyed).
+        self.destroyed_kept = destroyed_kept
         self.ids = ids
         self.clock = clock
         self.region = region
@@ -272,6 +275,9 @@ class SandboxService:
             self._on_going_away(sandbox)
         if status is Status.DESTROYED:
             sandbox.release_runtime()
+            tenant = self._tenants_by_id.get(sandbox.tenant)
+            if tenant is not None:
+                tenant.keep_destroyed(sandbox, self.destroyed_kept)
         if status is Status.RUNNING:
             sandbox.last_activity = self.clock.now()
             self._schedule_auto_pause(sandbox)

@@ -33,6 +33,8 @@ class Tenant:
     #: Live (non-terminal) sandbox names: names are unique only among those.
     names: dict[str, str] = field(default_factory=dict)
     by_ip: dict[str, str] = field(default_factory=dict)
+    #: Destroyed sandboxes still readable, oldest first (an ordered set of ids).
+    destroyed: dict[str, None] = field(default_factory=dict)
 
     def get(self, sandbox_id: str) -> Sandbox:
         """The sandbox, or 404 (also for another tenant's id: existence is not disclosed)."""
@@ -49,6 +51,17 @@ class Tenant:
     def release_name(self, sandbox: Sandbox) -> None:
         if self.names.get(sandbox.name) == sandbox.id:
             del self.names[sandbox.name]
+
+    def keep_destroyed(self, sandbox: Sandbox, keep: int) -> None:
+        """Keep ``sandbox`` readable as destroyed, and only the ``keep`` newest such: older ones
+        are forgotten (a GET answers 404), so a long-running fake does not grow without end."""
+        self.destroyed[sandbox.id] = None
+        while len(self.destroyed) > keep:
+            oldest = next(iter(self.destroyed))
+            del self.destroyed[oldest]
+            gone = self.sandboxes.pop(oldest, None)
+            if gone is not None and self.by_ip.get(gone.ip) == gone.id:
+                del self.by_ip[gone.ip]
 
     def has_live_sandboxes(self) -> bool:
         return any(sandbox.status is not Status.DESTROYED for sandbox in self.sandboxes.values())
