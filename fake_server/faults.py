@@ -256,13 +256,12 @@ _RULE_KEYS = frozenset({"id", "match", "action", "after", "times", "probability"
 RULE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 #: Rules installed at once: every request is checked against each of them.
 MAX_RULES = 10_000
+_MATCH_KEYS = frozenset({"method", "route", "sandbox", "tenant"})
 
 
 def _gate_name(rule: Rule) -> str | None:
+    """The gate a rule holds requests at, if it is a gate rule."""
     return str(rule.action.params["name"]) if rule.action.type == "gate" else None
-
-
-_MATCH_KEYS = frozenset({"method", "route", "sandbox", "tenant"})
 
 
 def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:

@@ -209,7 +209,7 @@ class Body:
 
 
 def path_problem(path: str) -> str | None:
-    """What makes ``path`` one no sandbox can hold, or None: a :data:`PATH_FORBIDDEN`
+    r"""What makes ``path`` one no sandbox can hold, or None: a :data:`PATH_FORBIDDEN`
     character, more than :data:`MAX_PATH_DEPTH` directories, a name longer than
     :data:`MAX_NAME_BYTES` or a path longer than :data:`MAX_PATH_BYTES` (the sandbox
     filesystem's own limits, checked before anything is touched).
@@ -221,13 +221,11 @@ def path_problem(path: str) -> str | None:
     if _UNSAFE_PATH.search(path):
         return errors.PATH_INVALID
     encoded = path.encode()
-    if len(encoded) > MAX_PATH_BYTES:
-        return errors.PATH_TOO_LONG
     names = [name for name in encoded.split(b"/") if name]
+    if len(encoded) > MAX_PATH_BYTES or any(len(name) > MAX_NAME_BYTES for name in names):
+        return errors.PATH_TOO_LONG.format(path_bytes=MAX_PATH_BYTES, name_bytes=MAX_NAME_BYTES)
     if len(names) > MAX_PATH_DEPTH:
-        return errors.PATH_TOO_DEEP
-    if any(len(name) > MAX_NAME_BYTES for name in names):
-        return errors.PATH_TOO_LONG
+        return errors.PATH_TOO_DEEP.format(depth=MAX_PATH_DEPTH)
     return None
 
 
