@@ -1,5 +1,6 @@
-"""Shared by the benchmarks: child processes as a normal installation runs them, and
-``fake-createos serve`` in a subprocess on a free loopback port."""
+"""Shared by the benchmarks: child processes as a normal installation runs them,
+``fake-createos serve`` in a subprocess on a free loopback port, and this process's memory
+and file descriptors (Linux)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 
 def child_env() -> dict[str, str]:
@@ -38,3 +40,16 @@ def served(*args: str) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def rss_bytes() -> int:
+    """This process's resident memory, from ``/proc``."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def open_fds() -> int:
+    """How many file descriptors this process has open."""
+    return len(os.listdir("/proc/self/fd"))

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-from _serving import child_env
+from _serving import child_env, open_fds, rss_bytes
 
 if TYPE_CHECKING:
     # Imported where used: importing throughput puts this checkout first on sys.path, and the
@@ -135,24 +135,12 @@ def start_fake(name: str, tree: Path, cpus: set[int] | None) -> Fake:
     """``runtime.py --serve TREE`` with ``TREE`` first on the path (and as the cwd), so the
     child imports that tree's ``fake_server``: this script's own directory, which Python puts
     first, holds none."""
-    from throughput import Server, _pin
+    from throughput import Server, spawn_server
 
     env = child_env()
     env["PYTHONPATH"] = str(tree)
-    process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--serve", str(tree)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=tree,
-        env=env,
-        preexec_fn=_pin(cpus),
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line:
-        process.wait()
-        raise BenchmarkError(f"the {name} server did not start (exit code {process.returncode})")
-    info = json.loads(line)
+    command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(tree)]
+    process, info = spawn_server(name, command, cpus, cwd=tree, env=env)
     headers = {"X-Api-Key": API_KEY, "Content-Type": "application/json"}
     fake = Fake(info["url"], info["sandbox"], Server(name, process, "", headers))
     fake.server.url = fake.exec_url
@@ -446,17 +434,6 @@ def measure_healthz(
 
 
 # -- 3. memory and file descriptors after destroyed sandboxes --------------------------------
-
-
-def rss_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise BenchmarkError("no VmRSS in /proc/self/status")
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 @dataclass

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -37,6 +36,8 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's fake_server, installed or not
 
+from _serving import open_fds, rss_bytes  # noqa: E402
+
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig  # noqa: E402
 
 KEY = {"X-Api-Key": "skp_soak"}
@@ -44,17 +45,6 @@ SHAPE = {"shape": "s-1vcpu-1gb"}
 GIVE_UP_S = 0.1
 #: Bound on each client's requests per round, whatever the time left.
 MAX_CYCLES = 200
-
-
-def rss_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 async def _task_count() -> int:

@@ -174,20 +174,26 @@ class Server:
                 self.process.wait()
 
 
-def start_server(name: str, extra: Sequence[str], cpus: set[int] | None) -> Server:
-    command = [sys.executable, str(Path(__file__).resolve()), "--serve", name, *extra]
+def spawn_server(
+    name: str, command: Sequence[str], cpus: set[int] | None, **popen: Any
+) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """Start a server process (pinned to ``cpus``) that prints one JSON line when it listens;
+    the process and that line. Also used by benchmarks/runtime.py."""
     process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        text=True,
-        preexec_fn=_pin(cpus),
+        list(command), stdout=subprocess.PIPE, text=True, preexec_fn=_pin(cpus), **popen
     )
     assert process.stdout is not None
     line = process.stdout.readline()
     if not line:
         process.wait()
         raise SystemExit(f"the {name} server did not start (exit code {process.returncode})")
-    info = json.loads(line)
+    info: dict[str, Any] = json.loads(line)
+    return process, info
+
+
+def start_server(name: str, extra: Sequence[str], cpus: set[int] | None) -> Server:
+    command = [sys.executable, str(Path(__file__).resolve()), "--serve", name, *extra]
+    process, info = spawn_server(name, command, cpus)
     return Server(name, process, info["url"], info["headers"])
 
 
