@@ -388,7 +388,10 @@ async def test_a_buffered_exec_ends_when_its_sandbox_is_deleted(
     result = (await response.json())["data"]["result"]
     assert response.status == 200
     assert result["exit_code"] == 137
-    assert result["stdout"] == "started\n"
+    # What the command wrote just before it was killed may still be on its way: bashkit hands
+    # output to the loop in tasks of its own and cancels those it has not delivered when it
+    # stops (1 run in ~10 under xdist load lost it). Delivered or not, it is never garbled.
+    assert result["stdout"] in ("started\n", "")
     assert result["error"] == "the sandbox stopped while the command ran"
 
 
