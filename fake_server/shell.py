@@ -278,6 +278,8 @@ class Shell:
         self.results = ResultCache(registry.get)
         #: The tasks running an invocation now (see wait_idle).
         self._running: set[asyncio.Task[Any]] = set()
+        #: Executions told to stop that have not ended yet (see execute).
+        self._stopping: set[asyncio.Future[Any]] = set()
 
     # -- interpreters ----------------------------------------------------------------------
 
@@ -337,6 +339,10 @@ class Shell:
             # has really stopped: end it and wait for that, or a late callback would find the
             # loop gone (a coroutine never awaited, "Event loop is closed").
             interpreter.stop()
+            # Held until it ends: if this wait is itself cancelled (a second stop) or runs out,
+            # the execution must not be left to the garbage collector while still pending.
+            self._stopping.add(execution)
+            execution.add_done_callback(self._stopping.discard)
             await asyncio.wait([execution], timeout=STOP_GRACE_S)
             raise
         finally:
@@ -394,8 +400,8 @@ class Shell:
 
     @property
     def idle(self) -> bool:
-        """Whether no invocation is running."""
-        return all(task.done() for task in self._running)
+        """Whether no invocation is running (and every stopped interpreter has ended)."""
+        return not self._stopping and all(task.done() for task in self._running)
 
     async def wait_idle(self) -> None:
         """Wait (up to ``STOP_GRACE_S``) until no invocation runs; those that were stopped end
@@ -408,8 +414,9 @@ class Shell:
         running = [task for task in self._running if not task.done()]
         for task in running:
             task.cancel()
-        if running:
-            await asyncio.wait(running, timeout=STOP_GRACE_S)
+        waiting = [*running, *self._stopping]
+        if waiting:
+            await asyncio.wait(waiting, timeout=STOP_GRACE_S)
         # A stopped interpreter may have handed the loop a callback just before it stopped
         # (bashkit schedules each of the fake's commands with call_soon_threadsafe, then
         # cancels it): let those run, and the tasks they cancel end, while the loop still runs.

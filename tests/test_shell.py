@@ -4,6 +4,7 @@ terminal, image), live stdin, registered commands and the bounds."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -492,3 +493,23 @@ async def test_a_registered_commands_writes_keep_their_order_on_a_terminal(h: Ha
     h.registry.register("chatty", chatty)
     result = await h.sh("chatty", terminal=Terminal())
     assert result.out == "".join(f"{n}\r\n" for n in range(40))
+
+
+async def test_a_run_stopped_twice_leaves_no_pending_interpreter(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A second stop (a DELETE, then the app closing) once interrupted the wait for the first:
+    # the interpreter's execution was dropped while pending ("Task was destroyed").
+    out = BufferSink()
+    invocation = h.invocation("/bin/bash", "-c", "echo go; sleep 100", stdout=out)
+    run = asyncio.ensure_future(h.shell.run(invocation))
+    await wait_for_sleepers(h.clock, 1)
+    run.cancel()
+    await asyncio.sleep(0)  # it is now waiting for the interpreter to stop
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    await h.shell.wait_idle()
+    gc.collect()
+    assert h.shell.idle
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
