@@ -30,6 +30,7 @@ from fake_server.gates import Gate
 from fake_server.validation import path_problem
 
 __all__ = [
+    "ACTION_EFFECTS",
     "ACTION_TYPES",
     "STREAM_KINDS",
     "Action",
@@ -74,6 +75,33 @@ ACTION_TYPES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "transition_error": (frozenset({"status"}), frozenset()),
     "destroy": (frozenset(), frozenset()),
     "marker": (frozenset({"mode", "path"}), frozenset({"mode"})),
+}
+#: What each action does, in words (the OpenAPI document and the docs' action table say it).
+ACTION_EFFECTS: dict[str, str] = {
+    "latency": "waits `ms` (± `jitter_ms`, drawn `uniform`, `normal` or `exponential`) on the "
+    "fake's clock before the handler",
+    "error": "answers `status` in the API's envelope (`message`, `body`, `Retry-After` header)",
+    "reset": "closes the connection: no answer, no effect",
+    "hang": "never answers (until the client gives up)",
+    "drop_response": "the effect happens, then the connection closes before the answer "
+    "(the lost create)",
+    "malformed": "the effect happens, then a 200 whose body is truncated JSON",
+    "gate": "holds the request in gate `name` until released, `before` (default) or `after` "
+    "its effect",
+    "rate_limit": "429 with `Retry-After` past `limit` requests per `window_s` (default 60) "
+    "per client",
+    "stream": "bends an exec or `connect` stream after `after_frames` frames: `kind` is "
+    + ", ".join(f"`{kind}`" for kind in STREAM_KINDS),
+    "process_survives": "a process `DELETE` leaves the tree running and answers "
+    "`tree_exited: false`",
+    "stale_read": "`GET` of a sandbox still answers the status it had before its last "
+    "transition",
+    "stuck": "the sandbox's transition (current or next) never finishes until released",
+    "transition_error": "the sandbox's transition ends in `status` (`error` or `failed`)",
+    "destroy": "the sandbox is destroyed behind the client's back, before the handler",
+    "marker": "the lease marker file is damaged: `mode` is "
+    + ", ".join(f"`{mode}`" for mode in MARKER_MODES)
+    + " (`path`: the marker file, default the reference provider's)",
 }
 #: Actions after which the handler never runs.
 ENDING = frozenset({"error", "reset", "hang", "rate_limit"})

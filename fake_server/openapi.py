@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fake_server.catalog import DEFAULT_REGION, ROOTFS, SHAPES
-from fake_server.faults import ACTION_TYPES, STREAM_KINDS
+from fake_server.faults import ACTION_EFFECTS, ACTION_TYPES
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.lifecycle import Status
 from fake_server.processes import ALLOWED_SIGNALS, ProcessState
@@ -459,12 +459,13 @@ def _fault_rule_in() -> Schema:
             "times": integer(minimum=1, description="Fire at most N times."),
             "probability": number(minimum=0, maximum=1),
         },
-        description="A fault rule: match + action. Action parameters per type: "
+        description="A fault rule: match + action. Per action type, its parameters and "
+        "effect: "
         + "; ".join(
-            f"`{kind}`: {', '.join(sorted(allowed)) or '-'}"
+            f"`{kind}` ({', '.join(sorted(allowed)) or 'no parameters'}): {ACTION_EFFECTS[kind]}"
             for kind, (allowed, _) in ACTION_TYPES.items()
         )
-        + f". Stream kinds: {', '.join(STREAM_KINDS)}.",
+        + ".",
     )
 
 
