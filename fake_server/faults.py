@@ -94,8 +94,7 @@ ACTION_EFFECTS: dict[str, str] = {
     + ", ".join(f"`{kind}`" for kind in STREAM_KINDS),
     "process_survives": "a process `DELETE` leaves the tree running and answers "
     "`tree_exited: false`",
-    "stale_read": "`GET` of a sandbox still answers the status it had before its last "
-    "transition",
+    "stale_read": "`GET` of a sandbox still answers the status it had before its last transition",
     "stuck": "the sandbox's transition (current or next) never finishes until released",
     "transition_error": "the sandbox's transition ends in `status` (`error` or `failed`)",
     "destroy": "the sandbox is destroyed behind the client's back, before the handler",
