@@ -124,6 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
         " has a sandbox not destroyed or a rule (default: %(default)s)",
     )
     serve.add_argument(
+        "--header-timeout-s",
+        type=_positive_float,
+        default=defaults.header_timeout_s,
+        help="close a connection that has not sent a complete request head this long after"
+        " it opened or began its next request (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--write-timeout-s",
+        type=_positive_float,
+        default=defaults.write_timeout_s,
+        help="cut off a client that reads nothing of its answer for this long"
+        " (default: %(default)s)",
+    )
+    serve.add_argument(
         "--exec-output-cap",
         type=_positive_int,
         default=defaults.exec_output_cap_bytes,
@@ -214,6 +228,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_command_seconds=args.max_command_seconds,
         exec_output_cap_bytes=args.exec_output_cap,
         idle_tenant_s=args.idle_tenant_s,
+        header_timeout_s=args.header_timeout_s,
+        write_timeout_s=args.write_timeout_s,
         allow_remote=args.allow_remote,
         control_token=args.control_token or None,
     )

@@ -62,6 +62,11 @@ class ServerConfig:
     allow_remote: bool = False
     #: When set, every control API request must carry it in ``X-Control-Token``.
     control_token: str | None = None
+    #: A connection that has not sent a complete request head this long after it opened (or
+    #: after the first bytes of its next request) is closed; ``None``: no deadline.
+    header_timeout_s: float | None = 15.0
+    #: A client that reads nothing of its answer for this long is cut off; ``None``: never.
+    write_timeout_s: float | None = 30.0
     heartbeat_s: float = 5.0
     #: Upper bound for ``wait?timeout_ms=`` and the default when absent.
     max_wait_ms: int = 60_000

@@ -1,22 +1,28 @@
-"""Answers aiohttp gives before any route runs, in the API's envelope.
+"""The fake's HTTP connections: what happens before a route runs, and to clients that stall.
 
-A request aiohttp cannot parse (a header with a stray ``\\r``, a method that is not one, a
-request line too long) never reaches the app: aiohttp answers it itself, in plain text that
-quotes the offending bytes (an API key in a header, say), and logs it with a traceback. A
-client of the fake gets the API's JSON envelope instead, with a message that quotes nothing
-it sent, and the log gets one line without the request's bytes.
+- A request aiohttp cannot parse (a header with a stray ``\\r``, a method that is not one, a
+  request line too long) never reaches the app: aiohttp answers it itself, in plain text that
+  quotes the offending bytes (an API key in a header, say), and logs it with a traceback. A
+  client of the fake gets the API's JSON envelope instead, with a message that quotes nothing
+  it sent; the log gets one line without the request's bytes, and the journal an entry.
+- A connection that does not finish a request's headers within ``header_timeout_s`` is closed
+  (slow-header clients would otherwise hold sockets until the process runs out of them).
+- A client that stops reading an answer for ``write_timeout_s`` is cut off, and the part of
+  the answer buffered for it is dropped (otherwise every stalled download stays in memory).
 
 Example::
 
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(fake.app())
     await runner.setup()
-    answer_parse_errors_in_the_envelope(runner)
+    harden_connections(runner, fake)
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -26,13 +32,94 @@ from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.routes.common import encode
 
-__all__ = ["answer_parse_errors_in_the_envelope"]
+if TYPE_CHECKING:
+    from fake_server.fake import FakeCreateOS
+
+__all__ = ["harden_connections"]
 
 log = logging.getLogger("fake_server")
 
 
-class _EnvelopeRequestHandler(RequestHandler):
-    """aiohttp's per-connection protocol, with its own error answers in the envelope."""
+class _HardenedRequestHandler(RequestHandler):
+    """aiohttp's per-connection protocol, with its own error answers in the envelope, a
+    deadline for request headers and one for a client that stops reading."""
+
+    _manager: _HardenedServer
+
+    def __init__(self, manager: _HardenedServer, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._header_deadline: asyncio.TimerHandle | None = None
+        #: How many requests had arrived when the header deadline was set.
+        self._header_deadline_count = 0
+        self._write_deadline: asyncio.TimerHandle | None = None
+
+    # -- headers -----------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._await_headers()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        stale = self._header_deadline is None or self._header_deadline_count != self._request_count
+        if stale and self._waiting_for_headers():
+            self._await_headers()  # the start of a next request on a kept-alive connection
+
+    def _waiting_for_headers(self) -> bool:
+        # Idle in aiohttp's request loop (its waiter pending) with no parsed request queued:
+        # either nothing came yet or a request's head is still incomplete. While a request is
+        # handled there is no waiter.
+        waiter = self._waiter
+        return waiter is not None and not waiter.done() and not self._messages
+
+    def _await_headers(self) -> None:
+        timeout = self._manager.header_timeout_s
+        if timeout is not None:
+            self._cancel_header_deadline()
+            self._header_deadline_count = self._request_count
+            self._header_deadline = self._loop.call_later(timeout, self._headers_due)
+
+    def _cancel_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _headers_due(self) -> None:
+        self._header_deadline = None
+        if self._request_count == self._header_deadline_count and self._waiting_for_headers():
+            log.info("fake-createos: closed a connection that sent no complete request in time")
+            self.force_close()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        timeout = self._manager.write_timeout_s
+        if timeout is not None and self._write_deadline is None:
+            self._write_deadline = self._loop.call_later(timeout, self._write_due)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._cancel_write_deadline()
+
+    def _write_due(self) -> None:
+        self._write_deadline = None
+        log.info("fake-createos: cut off a client that stopped reading its answer")
+        transport = self.transport
+        if transport is not None:
+            transport.abort()  # drops what is buffered for it; close() would wait to send it
+
+    def _cancel_write_deadline(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cancel_header_deadline()
+        self._cancel_write_deadline()
+        super().connection_lost(exc)
+
+    # -- answers aiohttp gives itself --------------------------------------------------------
 
     def handle_error(
         self,
@@ -46,24 +133,48 @@ class _EnvelopeRequestHandler(RequestHandler):
         if request.writer.output_size > 0:  # an answer is already on its way: nothing to add
             raise ConnectionError("the response was already being sent")
         text = errors.REQUEST_UNPARSABLE if status < 500 else HTTPStatus(status).phrase.lower()
+        self._manager.journal_unparsable(status, text)
         body = encode(ApiError(status, text).envelope())
         response = web.Response(status=status, body=body, content_type="application/json")
         response.force_close()  # what follows a request that could not be parsed is noise
         return response
 
 
-class _EnvelopeServer(web.Server):
-    """The protocol factory of a runner, making :class:`_EnvelopeRequestHandler` protocols."""
+class _HardenedServer(web.Server):
+    """The protocol factory of a runner, making :class:`_HardenedRequestHandler` protocols."""
+
+    fake: FakeCreateOS | None
+    header_timeout_s: float | None
+    write_timeout_s: float | None
 
     def __call__(self) -> RequestHandler:
-        return _EnvelopeRequestHandler(self, loop=self._loop, **self._kwargs)
+        return _HardenedRequestHandler(self, loop=self._loop, **self._kwargs)
+
+    def journal_unparsable(self, status: int, text: str) -> None:
+        """Journal a request aiohttp could not parse: no method, path or tenant is known."""
+        fake = self.fake
+        if fake is not None:
+            now = fake.clock.now()
+            fake.journal.request(
+                fake.journal.ticket(), now, "", None, "", None, None, None, status, 0.0, (), text
+            )
 
 
-def answer_parse_errors_in_the_envelope(runner: web.BaseRunner) -> None:
-    """Make the set-up ``runner``'s connections answer parse errors in the envelope (call it
-    after ``setup()`` and before any site starts)."""
+def harden_connections(runner: web.BaseRunner, fake: FakeCreateOS | None = None) -> None:
+    """Give the set-up ``runner``'s connections the fake's answers to unparsable requests and
+    its header and write deadlines (from ``fake.config``). Call it after ``setup()``; it also
+    applies to a runner already serving, from its next connection on.
+
+    Example::
+
+        harden_connections(runner, fake)
+    """
     server = runner.server
     if server is None:
         raise RuntimeError("set the runner up first")
     # The runner built its Server already; it only gains a different protocol class.
-    server.__class__ = _EnvelopeServer
+    server.__class__ = _HardenedServer
+    hardened: _HardenedServer = server  # type: ignore[assignment]
+    hardened.fake = fake
+    hardened.header_timeout_s = fake.config.header_timeout_s if fake else None
+    hardened.write_timeout_s = fake.config.write_timeout_s if fake else None

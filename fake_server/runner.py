@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from fake_server.fake import FakeCreateOS
-from fake_server.http_protocol import answer_parse_errors_in_the_envelope
+from fake_server.http_protocol import harden_connections
 
 __all__ = ["LOOPBACK", "BackgroundServer", "serve"]
 
@@ -37,7 +37,7 @@ async def start_site(fake: FakeCreateOS, host: str, port: int) -> tuple[web.AppR
     the URL actually bound."""
     runner = web.AppRunner(fake.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
-    answer_parse_errors_in_the_envelope(runner)
+    harden_connections(runner, fake)
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
     bound_host, bound_port = runner.addresses[0][:2]

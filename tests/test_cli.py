@@ -189,3 +189,13 @@ def test_shell_bounds_reach_the_config() -> None:
         2.5,
         64,
     )
+
+
+def test_connection_deadlines_reach_the_config() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--header-timeout-s", "2", "--write-timeout-s", "7.5"]
+    )
+    config = config_from_args(args)
+    assert (config.header_timeout_s, config.write_timeout_s) == (2.0, 7.5)
+    defaults = config_from_args(build_parser().parse_args(["serve"]))
+    assert (defaults.header_timeout_s, defaults.write_timeout_s) == (15.0, 30.0)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from fake_server import FakeCreateOS, ServerConfig, serve
+from fake_server import FakeCreateOS, ServerConfig, errors, serve
 
 SECRET = b"skp_do_not_echo_me"
 
@@ -66,6 +66,10 @@ async def test_unparsable_requests_get_the_envelope_and_no_echo(
     assert SECRET not in body
     assert not any(SECRET.decode() in record.getMessage() for record in caplog.records)
     assert not any(record.exc_info for record in caplog.records)
+    # The journal has it too, quoting nothing.
+    (entry,) = [e for e in served[0].journal.entries() if e.status == 400]
+    assert entry.detail == errors.REQUEST_UNPARSABLE
+    assert SECRET.decode() not in json.dumps(entry.as_json())
     # And the fake goes on serving.
     status, _, _ = await exchange(
         url, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
