@@ -43,8 +43,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from ._client import CreateosClient, RequestPacer, valid_id
-from .errors import (
+from .._client import CreateosClient, RequestPacer, valid_id
+from ..errors import (
     EXPIRED_LEASE_MESSAGE,
     GUARANTEED_EXPIRY_MESSAGE,
     LEASE_CLOSING_MESSAGE,
