@@ -22,7 +22,7 @@ from pytest_createos.errors import (
     ProviderShutDownError,
 )
 from pytest_createos.provider import WORKSPACE_DIR, Lease, LeaseProvider
-from pytest_createos.provider.lifecycle import _build_script, _Output, _shell_quote
+from pytest_createos.provider.execution import _build_script, _Output, _shell_quote
 
 from .conftest import UNREACHABLE, ConfigFactory, RecordedSession
 
