@@ -6,7 +6,8 @@ pacing, timeouts, JSend envelopes, errors that carry only a status and a label),
 sandbox calls the lifecycle is built from: read a sandbox's status, bring it to ``running`` or
 ``paused`` (polling until it gets there, submitting again after a 409), run a one-shot exec,
 and delete it (a 404 counts as deleted). A missing sandbox or a terminal status is
-``_SandboxGone``, which the lifecycle turns into an expired lease or a failed acquire.
+``_SandboxGone``, which the lifecycle turns into an expired lease, a failed acquire, or a
+release with nothing left to pause.
 
 Everything here is internal: :class:`~pytest_createos.provider.LeaseProvider` is built on it.
 """

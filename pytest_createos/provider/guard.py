@@ -3,9 +3,10 @@
 Per lease (keyed by API URL and sandbox id) the provider records whether a release or destroy
 is in flight (``closing``) and whether a cleanup could not be confirmed (``unconfirmed``);
 ``resume`` is refused with :class:`~pytest_createos.errors.CleanupPendingError` in either case.
-Every operation runs as its own task, tracked per lease, so that a release can cancel exactly
-that lease's in-flight work and await its cleanup, and ``shutdown`` can cancel everything.
-The ownership checks (company and environment ids, the lease's binding metadata) live here too.
+Every operation runs as its own task, and those on an existing lease are tracked per lease, so
+that a release can cancel exactly that lease's in-flight work and await its cleanup, and
+``shutdown`` can cancel everything. The ownership checks (company and environment ids, the
+lease's binding metadata) live here too.
 
 Everything here is internal: :class:`~pytest_createos.provider.LeaseProvider` is built on it.
 """
@@ -32,6 +33,7 @@ __all__: list[str] = []
 
 T = TypeVar("T")
 
+#: How the guard keys a lease: its API URL and its sandbox id.
 LeaseKey = tuple[str, str]
 
 

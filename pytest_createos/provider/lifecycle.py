@@ -4,9 +4,10 @@
 :data:`LEASE_MARKER_PATH`; ``resume`` reads the marker back to prove that the sandbox is the one
 it prepared, or returns an expired lease; ``release`` pauses the lease for reuse or deletes it
 and ``destroy`` deletes it, both after cancelling and awaiting the lease's in-flight
-operations; ``probe`` echoes :data:`PROBE_TOKEN` through a throwaway lease. Every hook consults
-the cleanup guard first: while a lease is being released or destroyed, or after a cleanup that
-could not be confirmed, ``resume`` raises :class:`~pytest_createos.errors.CleanupPendingError`.
+operations; ``probe`` echoes :data:`PROBE_TOKEN` through a throwaway lease. The hooks check
+with the cleanup guard before they send anything: while a lease is being released or destroyed,
+or after a cleanup that could not be confirmed, ``resume`` raises
+:class:`~pytest_createos.errors.CleanupPendingError`.
 """
 
 from __future__ import annotations
