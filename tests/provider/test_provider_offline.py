@@ -21,14 +21,8 @@ from pytest_createos.errors import (
     LeaseOwnershipError,
     ProviderShutDownError,
 )
-from pytest_createos.provider import (
-    WORKSPACE_DIR,
-    Lease,
-    LeaseProvider,
-    _build_script,
-    _Output,
-    _shell_quote,
-)
+from pytest_createos.provider import WORKSPACE_DIR, Lease, LeaseProvider
+from pytest_createos.provider.execution import _build_script, _Output, _shell_quote
 
 from .conftest import UNREACHABLE, ConfigFactory, RecordedSession
 
