@@ -317,16 +317,27 @@ class _Run:
         self, *tasks: asyncio.Future[Any], gate: GateHandle | None = None, count: int = 1
     ) -> bool:
         """Wait until ``count`` requests are held at ``gate``, a task ends, or the host has
-        been quiet (nothing sent but reads) for the settle time; returns whether the gate
-        holds them. A host that keeps sending requests is still showing its hand, however
-        slowly a loaded machine lets it."""
+        been quiet (see :meth:`wait_until`); returns whether the gate holds them."""
+        held = False
+
+        def shown() -> bool:
+            nonlocal held
+            held = gate is not None and gate.held >= count
+            return held or any(task.done() for task in tasks)
+
+        await self.wait_until(shown, *tasks)
+        return held
+
+    async def wait_until(self, reached: Callable[[], bool], *tasks: asyncio.Future[Any]) -> bool:
+        """Wait until ``reached()`` (then True), or until the host has been quiet (nothing sent
+        but reads) for the settle time (then False); ``tasks`` only cut a polling interval
+        short. A host that keeps sending requests is still showing its hand, however slowly a
+        loaded machine lets it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.kit.timeout_s
         changes = self.kit.changes_since(self.start)
         quiet_from = loop.time()
-        while gate is None or gate.held < count:
-            if any(task.done() for task in tasks):
-                return False
+        while not reached():
             now = loop.time()
             latest = self.kit.changes_since(self.start)
             if latest != changes:
@@ -469,8 +480,10 @@ async def _resume_after_failed_release(kit: ConformanceKit, run: _Run, host: Hos
     lost = run.lose_answers(text.HELD_CLEANUP, CLEANUP, sandbox)
     run.stick(sandbox)
     release = run.spawn(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
-    await run.settle(release)
-    if run.fired(lost, sandbox) is None and release.done():
+    # A host may send the pause after release() returned, from a task of its own: what counts
+    # is whether the pause or delete arrives before the host falls quiet, not before it returns.
+    fired = await run.wait_until(lambda: run.fired(lost, sandbox) is not None, release)
+    if not fired and release.done():
         await run.no_cleanup(release, sandbox)
         return
     run.remove_rules(lost)
