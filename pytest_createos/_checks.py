@@ -178,8 +178,18 @@ def _closing_reason(entry: Entry, cleanups: Sequence[Entry]) -> tuple[str, list[
     return None
 
 
+@dataclass(frozen=True)
+class _Wording:
+    """What a check says about requests sent while a cleanup had not finished (and the fix),
+    and about requests sent once the sandbox was destroyed."""
+
+    during: str
+    during_fix: str
+    gone: str
+
+
 def _during_cleanup(
-    journal: Journal, routes: Iterable[Route], what: str, check: str, fix: str
+    journal: Journal, routes: Iterable[Route], check: str, wording: _Wording
 ) -> list[Violation]:
     cleanups: dict[str | None, list[Entry]] = defaultdict(list)
     for cleanup in _requests(journal, CLEANUP):
@@ -192,6 +202,13 @@ def _during_cleanup(
     violations = []
     for sandbox, found_list in offending.items():
         first, reason, shown_cleanups = found_list[0]
+        # A destroyed sandbox stays destroyed, so every later request came after it too: the
+        # lease was reused after its destroy, which no waiting for a cleanup would have fixed.
+        gone = not shown_cleanups and first.sandbox_status == "destroyed"
+        if gone:
+            what, fix = wording.gone, text.REUSED_AFTER_DESTROY_FIX
+        else:
+            what, fix = wording.during, wording.during_fix
         message = what.format(
             sandbox=sandbox, count=len(found_list), request=_request_text(first), reason=reason
         )
@@ -205,37 +222,42 @@ def _during_cleanup(
     return violations
 
 
+_WORK_WORDING = _Wording(
+    during=text.WORK_ON_CLOSING_WHAT,
+    during_fix=text.WORK_ON_CLOSING_FIX,
+    gone=text.WORK_AFTER_DESTROY_WHAT,
+)
+_RESUME_WORDING = _Wording(
+    during=text.RESUME_DURING_CLEANUP_WHAT,
+    during_fix=text.RESUME_DURING_CLEANUP_FIX,
+    gone=text.RESUME_AFTER_DESTROY_WHAT,
+)
+
 # -- the checks --------------------------------------------------------------------------------
 
 
 def check_no_work_on_closing(journal: Journal) -> list[Violation]:
     """No exec, files or process request arrived at a sandbox that was pausing, destroying
-    or destroyed, or while a pause or delete of it was in flight.
+    or destroyed, or while a pause or delete of it was in flight. Requests to a destroyed
+    sandbox are reported as a lease used after its destroy.
 
     Example:
         >>> check_no_work_on_closing(Journal())
         []
     """
-    return _during_cleanup(
-        journal, WORK, text.WORK_ON_CLOSING_WHAT, text.NO_WORK_ON_CLOSING, text.WORK_ON_CLOSING_FIX
-    )
+    return _during_cleanup(journal, WORK, text.NO_WORK_ON_CLOSING, _WORK_WORDING)
 
 
 def check_no_resume_during_cleanup(journal: Journal) -> list[Violation]:
     """No resume request arrived at a sandbox while a pause or delete of it was in flight, or
-    while it was pausing, destroying or destroyed.
+    while it was pausing, destroying or destroyed. Resumes of a destroyed sandbox are reported
+    as a lease reused after its destroy.
 
     Example:
         >>> check_no_resume_during_cleanup(Journal())
         []
     """
-    return _during_cleanup(
-        journal,
-        [RESUME],
-        text.RESUME_DURING_CLEANUP_WHAT,
-        text.NO_RESUME_DURING_CLEANUP,
-        text.RESUME_DURING_CLEANUP_FIX,
-    )
+    return _during_cleanup(journal, [RESUME], text.NO_RESUME_DURING_CLEANUP, _RESUME_WORDING)
 
 
 def check_resumes_serialised(journal: Journal) -> list[Violation]:
@@ -501,8 +523,8 @@ def check_all(
 
 #: Every check by name, with a one-line summary, in the order :func:`check_all` runs them.
 CHECKS: dict[str, str] = {
-    text.NO_WORK_ON_CLOSING: "no exec/files/process request to a sandbox that is going away",
-    text.NO_RESUME_DURING_CLEANUP: "no resume while the lease's pause or delete is in flight",
+    text.NO_WORK_ON_CLOSING: "no exec/files/process request to a sandbox going away or gone",
+    text.NO_RESUME_DURING_CLEANUP: "no resume while the pause or delete is in flight, or once gone",
     text.RESUMES_SERIALISED: "concurrent resumes of one lease send one resume at a time",
     text.RETRIES_BACK_OFF: "retries after failures are bounded per second (no hot loop)",
     text.RESUMED_OR_REPLACED: "resume ends resumed after cleanup, or replaced by a fresh lease",

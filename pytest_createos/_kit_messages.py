@@ -40,6 +40,14 @@ RESUME_DURING_CLEANUP_WHAT: Final = (
     "{sandbox}: {count} resume request(s) were sent while the lease's cleanup had not finished; "
     "the first arrived while {reason}."
 )
+WORK_AFTER_DESTROY_WHAT: Final = (
+    "{sandbox}: {count} work request(s) (exec, files, processes) were sent after the sandbox "
+    "was destroyed: the lease was used after its destroy."
+)
+RESUME_AFTER_DESTROY_WHAT: Final = (
+    "{sandbox}: {count} resume request(s) were sent after the sandbox was destroyed: the lease "
+    "was reused after its destroy."
+)
 REASON_STATUS: Final = "the sandbox was {status}"
 REASON_OVERLAP: Final = "{request} (its cleanup) was still in flight"
 RESUMES_RACED_WHAT: Final = (
@@ -104,6 +112,10 @@ RESUME_DURING_CLEANUP_FIX: Final = (
     f"delete) has finished. When the provider refuses with {CLEANUP_PENDING_MESSAGE!r}, retry "
     "with backoff; when the cleanup is unconfirmed, destroy the lease and acquire a fresh one."
 )
+REUSED_AFTER_DESTROY_FIX: Final = (
+    "A destroyed lease is gone for good: forget it once its destroy is sent, and acquire a "
+    "fresh lease (resume() may return that replacement) instead of resuming or using it."
+)
 RESUMES_SERIALISED_FIX: Final = (
     "Keep one lock per lease around resume (and release): a second resume of the same lease "
     "must wait for the first and reuse its result instead of sending another resume."
@@ -155,7 +167,8 @@ NO_COMMAND_SENT: Final = (
     "{sandbox}: run() sent no command to the sandbox (neither POST .../processes nor "
     ".../exec), so the scenario could not make its process state unconfirmed{error}"
 )
-HUNG: Final = "{call} did not finish within {timeout:g} s after the kit let everything through"
+TIMED_OUT: Final = "{call} did not finish within {timeout:g} s"
+HUNG: Final = TIMED_OUT + " after the kit let everything through"
 
 # -- steps (what the kit and the host did) --------------------------------------------------
 
@@ -187,7 +200,6 @@ HELD_TRANSITION: Final = "the transition"
 LOST_START: Final = "the command start"
 RAISED: Final = "{call} raised {error}"
 RAISED_SUFFIX: Final = "; it raised {error}"
-HUNG_SHORT: Final = "{call} hung"
 ANSWER_RETURNED: Final = "returned"
 ANSWER_RAISED: Final = "raised {error}"
 WHEN_IN_FLIGHT: Final = "while its {hook} is in flight"

@@ -129,24 +129,26 @@ class _Call:
 
     value: Any = None
     error: BaseException | None = None
-    hung: bool = False
+    #: The kit's timeout, when the call did not finish within it (the kit cancelled it).
+    timed_out: float | None = None
 
     @property
     def failed(self) -> bool:
-        return self.hung or self.error is not None
+        return self.timed_out is not None or self.error is not None
 
     def raised_suffix(self) -> str:
         return text.RAISED_SUFFIX.format(error=_error_text(self.error)) if self.error else ""
 
     def failure(self, call: str) -> str:
-        """What went wrong, as a phrase: ``<call> raised <error>`` or ``<call> hung``."""
+        """What went wrong, as a phrase: ``<call> raised <error>`` or ``<call> did not finish
+        within <timeout> s``."""
         if self.error is not None:
             return text.RAISED.format(call=call, error=_error_text(self.error))
-        return text.HUNG_SHORT.format(call=call)
+        return text.TIMED_OUT.format(call=call, timeout=self.timed_out)
 
 
 def _error_text(error: BaseException) -> str:
-    shown = f"{type(error).__name__}: {error}"
+    shown = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return shown if len(shown) <= _MAX_ERROR_CHARS else shown[: _MAX_ERROR_CHARS - 3] + "..."
 
 
@@ -297,14 +299,16 @@ class _Run:
 
     async def finish(self, task: asyncio.Future[Any]) -> _Call:
         """Wait for a host call, bounded by the kit's timeout (a hung call is a problem)."""
-        done, _ = await asyncio.wait({task}, timeout=self.kit.timeout_s)
+        timeout = self.kit.timeout_s
+        if task in self._hung:
+            return _Call(timed_out=timeout)  # cancelled by the kit, and reported, already
+        done, _ = await asyncio.wait({task}, timeout=timeout)
         if not done:
             self._hung.add(task)
             task.cancel()
             await asyncio.wait({task})
-            call = self._tasks[task]
-            self.problem(None, text.HUNG.format(call=call, timeout=self.kit.timeout_s))
-            return _Call(hung=True)
+            self.problem(None, text.HUNG.format(call=self._tasks[task], timeout=timeout))
+            return _Call(timed_out=timeout)
         if task.cancelled():
             return _Call(error=asyncio.CancelledError())
         error = task.exception()

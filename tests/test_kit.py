@@ -204,13 +204,47 @@ def test_resume_racing_a_held_pause_is_caught(script: Script) -> None:
     assert "CreateOS lease cleanup must finish before resume." in lines[-1]
 
 
-def test_resume_of_a_destroyed_sandbox_is_caught(script: Script) -> None:
+def test_resume_of_a_destroyed_sandbox_is_reported_as_reuse_after_destroy(script: Script) -> None:
     script.call(DELETE, SB)
     script.move(SB, "running", "destroying", "delete")
+    destroyed = script.move(SB, "destroying", "destroyed", "delete")
+    script.call(RESUME, SB, state="destroyed", status=409)
+    script.call(RESUME, SB, state="destroyed", status=409)
+    found = only(check_no_resume_during_cleanup(script.journal), "no-resume-during-cleanup")
+    # Nothing was left to finish: waiting for a cleanup would not have helped.
+    assert found.what == (
+        f"{SB}: 2 resume request(s) were sent after the sandbox was destroyed: the lease was "
+        "reused after its destroy."
+    )
+    assert found.fix == text.REUSED_AFTER_DESTROY_FIX
+    assert found.entries[0] is destroyed
+
+
+def test_resume_while_the_sandbox_is_destroying_is_a_cleanup_race(script: Script) -> None:
+    script.call(DELETE, SB)
+    script.move(SB, "running", "destroying", "delete")
+    script.call(RESUME, SB, state="destroying", status=409)
     script.move(SB, "destroying", "destroyed", "delete")
     script.call(RESUME, SB, state="destroyed", status=409)
     found = only(check_no_resume_during_cleanup(script.journal), "no-resume-during-cleanup")
-    assert found.what.endswith("the first arrived while the sandbox was destroyed.")
+    assert found.what == (
+        f"{SB}: 2 resume request(s) were sent while the lease's cleanup had not finished; the "
+        "first arrived while the sandbox was destroying."
+    )
+    assert found.fix == text.RESUME_DURING_CLEANUP_FIX
+
+
+def test_work_on_a_destroyed_sandbox_is_reported_as_use_after_destroy(script: Script) -> None:
+    script.call(DELETE, SB)
+    script.move(SB, "running", "destroying", "delete")
+    script.move(SB, "destroying", "destroyed", "delete")
+    script.call(EXEC, SB, state="destroyed", status=409)
+    found = only(check_no_work_on_closing(script.journal), "no-work-on-closing-sandbox")
+    assert found.what == (
+        f"{SB}: 1 work request(s) (exec, files, processes) were sent after the sandbox was "
+        "destroyed: the lease was used after its destroy."
+    )
+    assert found.fix == text.REUSED_AFTER_DESTROY_FIX
 
 
 def test_resume_after_the_pause_finished_is_fine(script: Script) -> None:
