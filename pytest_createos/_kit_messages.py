@@ -212,4 +212,8 @@ NO_SHUTDOWN: Final = "the host has no async shutdown() method"
 UNKNOWN_SCENARIO: Final = "unknown scenario {name!r}; the scenarios are: {names}"
 VIOLATIONS_HEADER: Final = "scenario {scenario}: {count} violation(s)"
 CHECK_HEADER: Final = "{count} conformance violation(s)"
+KEEP_HINT: Final = (
+    "If a sandbox reported as left alive is still in use on purpose, list it in keep=: "
+    "createos_kit.assert_ok(keep={sandboxes!r})"
+)
 STEPS_HEADER: Final = "what the host did:"

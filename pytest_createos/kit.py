@@ -283,6 +283,13 @@ class ConformanceKit:
     ) -> list[Violation]:
         """:func:`check_all` over this test's journal as it is now.
 
+        ``keep`` lists the sandboxes still in use on purpose (the leases your test or host
+        still holds): every other sandbox created in this test that is not destroyed by now
+        is reported by ``no-leaked-sandbox``. ``outcomes`` are what your ``resume()`` calls
+        handed back (:class:`LeaseOutcome`; their final sandboxes are kept when ``keep`` is
+        not given) and ``unconfirmed`` maps sandboxes to the journal ticket at which their
+        process cleanup became unconfirmed.
+
         Example::
 
             assert createos_kit.check(keep=[lease_sandbox]) == []
@@ -304,15 +311,23 @@ class ConformanceKit:
     ) -> None:
         """Raise :class:`ConformanceError` if :meth:`check` finds anything.
 
+        A sandbox your test still uses at this point (a lease it has not released or
+        destroyed yet) is a leak unless it is listed in ``keep``; the error says so.
+
         Example::
 
-            createos_kit.assert_ok(keep=[lease_sandbox])
+            lease = await host.acquire()
+            ...  # your own race
+            createos_kit.assert_ok(keep=[lease.provider_lease_id])  # still in use on purpose
         """
         found = self.check(outcomes=outcomes, keep=keep, unconfirmed=unconfirmed)
-        if found:
-            raise ConformanceError(
-                violations_text(text.CHECK_HEADER.format(count=len(found)), found), found
-            )
+        if not found:
+            return
+        message = violations_text(text.CHECK_HEADER.format(count=len(found)), found)
+        leaked = [v.sandbox for v in found if v.check == text.NO_LEAKED_SANDBOX]
+        if leaked:
+            message += "\n" + text.KEEP_HINT.format(sandboxes=leaked)
+        raise ConformanceError(message, found)
 
     # -- journal helpers ---------------------------------------------------------------------
 

@@ -320,3 +320,23 @@ async def test_kit_checks_the_tests_own_journal(
     message = str(raised.value)
     assert message.startswith("1 conformance violation(s)\n[no-work-on-closing-sandbox] sb_")
     assert f"POST /v1/sandboxes/{sandbox}/exec -> 409 (sandbox destroy" in message
+    assert "keep=" not in message  # nothing leaked: no hint about kept sandboxes
+
+
+async def test_a_sandbox_still_in_use_is_a_leak_unless_kept(
+    createos_kit: ConformanceKit, createos_provider: LeaseProvider, warm_params: dict[str, Any]
+) -> None:
+    host = LeaseHost(createos_provider, **warm_params)
+    lease = await host.acquire()
+    await host.release(lease)  # paused, kept warm for the next run
+    with pytest.raises(ConformanceError) as raised:
+        createos_kit.assert_ok()
+    assert [v.check for v in raised.value.violations] == ["no-leaked-sandbox"]
+    # The error says how to mark it, with the very ids to pass.
+    assert str(raised.value).splitlines()[-1] == (
+        "If a sandbox reported as left alive is still in use on purpose, list it in keep=: "
+        f"createos_kit.assert_ok(keep=[{lease.provider_lease_id!r}])"
+    )
+    createos_kit.assert_ok(keep=[str(lease.provider_lease_id)])
+    await host.destroy(lease)
+    createos_kit.assert_ok()
