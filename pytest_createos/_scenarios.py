@@ -144,6 +144,7 @@ class _Call:
         within <timeout> s``."""
         if self.error is not None:
             return text.RAISED.format(call=call, error=_error_text(self.error))
+        assert self.timed_out is not None, "only a failed call has a failure"
         return text.TIMED_OUT.format(call=call, timeout=self.timed_out)
 
 
