@@ -2,8 +2,9 @@
 
 Each check finds one kind of cleanup-before-resume bug and returns a :class:`Violation` per
 sandbox it concerns (an empty list means the journal is clean); :func:`check_all` runs them
-together. They read only the journal, so they work on a journal built by hand as well as on
-``createos_server.journal.snapshot()``.
+together. They read only the journal (and :func:`check_backoff` a watched provider's calls,
+:class:`~pytest_createos.kit.ProviderCall`), so they work on a journal built by hand as well as
+on ``createos_server.journal.snapshot()``.
 
 Example::
 
@@ -15,12 +16,14 @@ Example::
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TypeVar
 
 from fake_server.journal import Entry, Journal
 from pytest_createos import _kit_messages as text
+from pytest_createos._watch import ProviderCall
 
 __all__ = [
     "CHECKS",
@@ -38,6 +41,7 @@ __all__ = [
 ]
 
 Route = tuple[str, str]
+T = TypeVar("T")
 
 RESUME: Route = ("POST", "/v1/sandboxes/{id}/resume")
 PAUSE: Route = ("POST", "/v1/sandboxes/{id}/pause")
@@ -83,13 +87,20 @@ class Violation:
     what: str
     fix: str
     entries: tuple[Entry, ...] = ()
+    #: The provider calls that show it, for a host on a watched provider (oldest first).
+    calls: tuple[ProviderCall, ...] = ()
 
     def describe(self) -> str:
-        """The violation as readable lines: what happened, the journal excerpt, the fix."""
+        """The violation as readable lines: what happened, the journal excerpt or the provider
+        calls that show it, the fix."""
         lines = [f"[{self.check}] {self.what}"]
         if self.entries:
             lines.append("  journal, in arrival order:")
             lines += [f"    {_line(entry)}" for entry in self.entries]
+        if self.calls:
+            lines.append(text.CALLS_HEADER)
+            first = self.calls[0].started
+            lines += [f"    +{c.started - first:.3f} s {c.describe()}" for c in self.calls]
         lines.append(f"  fix: {self.fix}")
         return "\n".join(lines)
 
@@ -140,10 +151,14 @@ def _request_text(entry: Entry) -> str:
 def _evidence(*groups: Iterable[Entry]) -> tuple[Entry, ...]:
     """Unique entries in arrival order, trimmed to the first and last few."""
     unique = {id(entry): entry for group in groups for entry in group}
-    ordered = sorted(unique.values(), key=lambda entry: (entry.opened, entry.seq))
+    return _trimmed(sorted(unique.values(), key=lambda entry: (entry.opened, entry.seq)))
+
+
+def _trimmed(ordered: Sequence[T]) -> tuple[T, ...]:
+    """The first and last few of ``ordered``, at most :data:`MAX_EVIDENCE` in all."""
     if len(ordered) > MAX_EVIDENCE:
         head = MAX_EVIDENCE - 2
-        ordered = ordered[:head] + ordered[-2:]
+        return (*ordered[:head], *ordered[-2:])
     return tuple(ordered)
 
 
@@ -298,31 +313,39 @@ def check_resumes_serialised(journal: Journal) -> list[Violation]:
 
 
 def check_backoff(
-    journal: Journal, *, max_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND
+    journal: Journal,
+    *,
+    max_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+    calls: Sequence[ProviderCall] = (),
 ) -> list[Violation]:
     """Retries back off: a request repeated after a failure (an HTTP error or no answer) is
     repeated at most ``max_per_second`` times in any one second of the fake's clock (the
     journal's ``at``). Successful polls are not retries and never count.
 
-    Under ``manual_clock`` the journal's time moves only when the test advances it, so this
-    check means something there only if the test does.
+    ``calls`` are a watched provider's calls (see ``ConformanceKit.watch``): a provider call
+    repeated after it raised counts the same way, on the event loop's clock. Refusals the
+    provider makes before sending anything (``CleanupPendingError`` while the lease's cleanup
+    is in flight) reach no journal, so only these calls show a host that hammers them.
+
+    Under ``manual_clock`` the journal's time moves only when the test advances it, so the
+    journal part means something there only if the test does.
 
     Example:
         >>> check_backoff(Journal(), max_per_second=5)
         []
     """
-    groups: dict[tuple[str | None, str | None, str | None], list[Entry]] = defaultdict(list)
+    requests: dict[Hashable, list[Entry]] = defaultdict(list)
     for entry in journal.requests():
-        groups[(entry.method, entry.route, entry.sandbox)].append(entry)
+        requests[(entry.method, entry.route, entry.sandbox)].append(entry)
     violations = []
-    for (_, _, sandbox), entries in groups.items():
+    for entries in requests.values():
         entries.sort(key=lambda entry: entry.opened)
-        retries = [current for previous, current in pairwise(entries) if _failed(previous)]
-        window = _busiest_second(retries)
+        window = _busiest_retries(entries, _failed, lambda entry: entry.at)
         if len(window) <= max_per_second:
             continue
+        sandbox = window[0].sandbox
         what = text.HOT_LOOP_WHAT.format(
-            sandbox=sandbox or "(no sandbox)",
+            sandbox=sandbox or text.NO_SANDBOX,
             request=_request_text(window[0]),
             count=len(window),
             span=window[-1].at - window[0].at,
@@ -331,18 +354,45 @@ def check_backoff(
         violations.append(
             Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, _evidence(window))
         )
+    # A hot loop whose requests reached the fake is reported from the journal already; the
+    # provider's side of it would only say the same again.
+    flagged = {violation.sandbox for violation in violations}
+    hooks: dict[Hashable, list[ProviderCall]] = defaultdict(list)
+    for call in sorted(calls, key=lambda call: call.started):
+        if call.sandbox not in flagged:
+            hooks[(call.hook, call.sandbox)].append(call)
+    for hook_calls in hooks.values():
+        found = _busiest_retries(hook_calls, lambda call: call.failed, lambda call: call.started)
+        if len(found) <= max_per_second:
+            continue
+        sandbox = found[0].sandbox
+        what = text.HOT_PROVIDER_LOOP_WHAT.format(
+            sandbox=sandbox or text.NO_SANDBOX,
+            hook=found[0].hook,
+            count=len(found),
+            span=found[-1].started - found[0].started,
+            limit=max_per_second,
+            error=found[-1].error or "",
+        )
+        violations.append(
+            Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, calls=_trimmed(found))
+        )
     return violations
 
 
-def _busiest_second(entries: Sequence[Entry]) -> Sequence[Entry]:
-    """The longest run of ``entries`` (sorted by arrival) that fits in one second."""
-    best: Sequence[Entry] = entries[:0]
+def _busiest_retries(
+    attempts: Sequence[T], failed: Callable[[T], bool], at: Callable[[T], float]
+) -> Sequence[T]:
+    """The retries among ``attempts`` (each one that follows a failed one), in the busiest
+    second: the longest run of them that fits in one second of ``at``."""
+    retries = [current for previous, current in pairwise(attempts) if failed(previous)]
+    best: Sequence[T] = retries[:0]
     start = 0
-    for end, entry in enumerate(entries):
-        while entry.at - entries[start].at >= 1.0:
+    for end, retry in enumerate(retries):
+        while at(retry) - at(retries[start]) >= 1.0:
             start += 1
         if end + 1 - start > len(best):
-            best = entries[start : end + 1]
+            best = retries[start : end + 1]
     return best
 
 
@@ -493,12 +543,14 @@ def check_all(
     keep: Iterable[str] | None = None,
     unconfirmed: Mapping[str, int] | None = None,
     max_attempts_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+    calls: Sequence[ProviderCall] = (),
 ) -> list[Violation]:
     """Every check at once.
 
     ``outcomes`` feeds :func:`check_resumed_or_replaced`; ``keep`` the leak check (default:
     the final sandboxes of ``outcomes``); ``unconfirmed`` maps sandboxes to the ticket at
-    which their cleanup became unconfirmed (:func:`check_unconfirmed_destroyed`).
+    which their cleanup became unconfirmed (:func:`check_unconfirmed_destroyed`); ``calls``
+    (a watched provider's calls) feed :func:`check_backoff` along with the journal.
 
     Example::
 
@@ -511,7 +563,7 @@ def check_all(
         *check_no_work_on_closing(journal),
         *check_no_resume_during_cleanup(journal),
         *check_resumes_serialised(journal),
-        *check_backoff(journal, max_per_second=max_attempts_per_second),
+        *check_backoff(journal, max_per_second=max_attempts_per_second, calls=calls),
         *check_resumed_or_replaced(journal, outcomes),
         *check_no_leaks(journal, keep=keep),
         *check_no_orphan_processes(journal),

@@ -60,6 +60,12 @@ HOT_LOOP_WHAT: Final = (
     "{sandbox}: {request} was retried {count} times within {span:.3f} s after failed attempts "
     "(at most {limit:g} attempts per second are acceptable)."
 )
+HOT_PROVIDER_LOOP_WHAT: Final = (
+    "{sandbox}: the provider's {hook}() was called again {count} times within {span:.3f} s "
+    "after it failed (at most {limit:g} attempts per second are acceptable). It last raised "
+    "{error}"
+)
+NO_SANDBOX: Final = "(no sandbox)"
 NO_LEASE_WHAT: Final = "{sandbox}: resume() gave back no usable lease: {error}."
 NOT_RUNNING_WHAT: Final = (
     "{sandbox}: resume() handed back the lease on {sandbox}, but the sandbox ended {status}."
@@ -217,3 +223,4 @@ KEEP_HINT: Final = (
     "createos_kit.assert_ok(keep={sandboxes!r})"
 )
 STEPS_HEADER: Final = "what the host did:"
+CALLS_HEADER: Final = "  provider calls, oldest first:"

@@ -180,6 +180,7 @@ class _Run:
         self.keep: set[str] = set()
         self.unconfirmed: dict[str, int] = {}
         self.start = kit.mark()
+        self.first_call = len(kit.calls)
         self._baseline_rules = {rule["id"] for rule in self.faults.rules}
         self._gates: list[GateHandle] = []
         self._stuck: set[str] = set()
@@ -439,6 +440,7 @@ class _Run:
                 keep=keep,
                 unconfirmed=self.unconfirmed,
                 max_attempts_per_second=self.kit.max_attempts_per_second,
+                calls=self.kit.calls[self.first_call :],
             ),
         ]
         return self.report

@@ -17,6 +17,7 @@ from pytest_createos.kit import (
     CHECKS,
     ConformanceError,
     LeaseOutcome,
+    ProviderCall,
     ScenarioReport,
     Violation,
     check_all,
@@ -310,6 +311,53 @@ def test_requests_that_got_no_answer_count_as_failed(script: Script) -> None:
     for _ in range(12):
         script.call(DELETE, SB, status=None)
     assert only(check_backoff(script.journal), "retries-back-off").sandbox == SB
+
+
+REFUSED = "CleanupPendingError: CreateOS lease cleanup must finish before resume."
+
+
+def provider_calls(count: int, every: float, *, error: str | None = REFUSED) -> list[ProviderCall]:
+    """``count`` resume calls of a watched provider, ``every`` seconds apart."""
+    return [ProviderCall("resume", SB, n * every, n * every + 0.0001, error) for n in range(count)]
+
+
+def test_a_hot_loop_on_the_providers_own_refusals_is_caught(script: Script) -> None:
+    # The provider refused every call itself: the journal has nothing of them.
+    calls = provider_calls(30, 0.001)
+    found = only(check_backoff(script.journal, calls=calls), "retries-back-off")
+    assert found.what == (
+        f"{SB}: the provider's resume() was called again 29 times within 0.028 s after it failed "
+        f"(at most 10 attempts per second are acceptable). It last raised {REFUSED}"
+    )
+    assert (found.entries, len(found.calls)) == ((), MAX_EVIDENCE)
+    assert found.calls[0] is calls[1]  # the first retry, then the last ones
+    assert found.calls[-1] is calls[-1]
+    lines = found.describe().splitlines()
+    assert lines[1:3] == [
+        "  provider calls, oldest first:",
+        f"    +0.000 s resume({SB}) raised {REFUSED}",
+    ]
+    assert lines[-2] == f"    +0.028 s resume({SB}) raised {REFUSED}"
+    assert lines[-1] == f"  fix: {text.BACKOFF_FIX}"
+
+
+def test_spaced_or_successful_provider_calls_are_not_a_hot_loop(script: Script) -> None:
+    assert check_backoff(script.journal, calls=provider_calls(20, 0.25)) == []
+    assert check_backoff(script.journal, calls=provider_calls(100, 0.001, error=None)) == []
+    assert only(
+        check_backoff(script.journal, calls=provider_calls(20, 0.25), max_per_second=3),
+        "retries-back-off",
+    )
+
+
+def test_a_hot_loop_the_journal_shows_is_reported_once(script: Script) -> None:
+    for _ in range(30):
+        script.call(RESUME, SB, state="pausing", status=409)
+        script.wait(0.001)
+    calls = provider_calls(30, 0.001)  # the same loop, seen from the provider
+    found = only(check_backoff(script.journal, calls=calls), "retries-back-off")
+    assert found.what.startswith(f"{SB}: POST /v1/sandboxes/{SB}/resume was retried 29 times")
+    assert found.calls == ()
 
 
 # -- resumed after cleanup, or replaced ---------------------------------------------------------

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from pytest_createos import _kit_messages as text
+from pytest_createos._checks import MAX_EVIDENCE
 from pytest_createos.errors import CleanupPendingError
 from pytest_createos.host import LeaseHost
 from pytest_createos.kit import (
@@ -32,13 +33,18 @@ class TestReferenceProvider(ProviderConformance):
 
 
 class TestReferenceHostDeletingOnRelease(HostConformance):
-    """examples/ runs the reference host keeping leases warm; here it deletes on release."""
+    """examples/ runs the reference host keeping leases warm; here it deletes on release, on a
+    provider the kit watches (its calls are checked along with the journal)."""
 
     @pytest.fixture
     def host(
-        self, createos_provider: LeaseProvider, createos_lease_params: dict[str, Any]
+        self,
+        createos_kit: ConformanceKit,
+        createos_provider: LeaseProvider,
+        createos_lease_params: dict[str, Any],
     ) -> LeaseHostAdapter:
-        return LeaseHostAdapter(LeaseHost(createos_provider, **createos_lease_params))
+        provider = createos_kit.watch(createos_provider)
+        return LeaseHostAdapter(LeaseHost(provider, **createos_lease_params))
 
 
 class BackgroundReleaseHost(LeaseHostAdapter):
@@ -202,6 +208,30 @@ class HangingHost(LeaseHostAdapter):
         raise AssertionError("unreachable")
 
 
+class GuardRetryingHost(LeaseHostAdapter):
+    """Without a lock per lease: a resume that the provider's own guard refuses (before
+    sending anything) is retried after each of ``delays``, then once more."""
+
+    def __init__(self, host: LeaseHost, delays: list[float]) -> None:
+        super().__init__(host)
+        self.delays = delays
+
+    async def resume(self, lease: Lease) -> Lease:
+        args = {
+            "company_id": self.host.company_id,
+            "environment_id": self.host.environment_id,
+            "config": self.host.config,
+            "provider_lease_id": lease.provider_lease_id,
+            "lease_metadata": lease.metadata,
+        }
+        for delay in self.delays:
+            try:
+                return await self.host.provider.resume(**args)
+            except CleanupPendingError:
+                await asyncio.sleep(delay)
+        return await self.host.provider.resume(**args)
+
+
 class ImaginaryHost:
     """Whose leases are not sandboxes at all."""
 
@@ -236,6 +266,51 @@ async def test_a_host_that_leaks_the_replaced_sandbox_is_caught(
     (leak,) = report.violations
     assert leak.what.startswith(f"{leak.sandbox} was left paused")
     assert f"acquire() created {leak.sandbox}" in report.steps
+
+
+@pytest.fixture
+def watched(
+    createos_kit: ConformanceKit, createos_provider: LeaseProvider, warm_params: dict[str, Any]
+) -> LeaseHost:
+    """The reference host keeping leases warm, on a provider the kit watches."""
+    return LeaseHost(createos_kit.watch(createos_provider), **warm_params)
+
+
+async def test_a_hot_loop_on_the_providers_own_refusals_is_caught(
+    createos_kit: ConformanceKit, watched: LeaseHost
+) -> None:
+    host = GuardRetryingHost(watched, [0.001] * 100)
+    report = await createos_kit.run("resume-while-release-in-flight", host)
+    # Not one refused resume reached the fake: only the provider's calls show them.
+    assert not createos_kit.journal().requests(route="/v1/sandboxes/{id}/resume")
+    (loop,) = [v for v in report.violations if v.check == "retries-back-off"]
+    sandbox = loop.sandbox
+    assert loop.what.startswith(f"{sandbox}: the provider's resume() was called again ")
+    assert loop.what.endswith(
+        "after it failed (at most 10 attempts per second are acceptable). It last raised "
+        "CleanupPendingError: CreateOS lease cleanup must finish before resume."
+    )
+    assert len(loop.calls) == MAX_EVIDENCE  # the first and the last few of 100
+    lines = loop.describe().splitlines()
+    assert lines[1] == "  provider calls, oldest first:"
+    assert lines[2] == (
+        f"    +0.000 s resume({sandbox}) raised CleanupPendingError: CreateOS lease cleanup "
+        "must finish before resume."
+    )
+    assert lines[-1] == f"  fix: {text.BACKOFF_FIX}"
+
+
+async def test_a_host_backing_off_on_the_providers_refusals_passes(
+    createos_kit: ConformanceKit, watched: LeaseHost
+) -> None:
+    host = GuardRetryingHost(watched, [0.05, 0.1, 0.2, 0.4, 0.8, 1.6])
+    report = await createos_kit.run("resume-while-release-in-flight", host)
+    assert report.ok, report.format()
+    # It was refused by the provider while the release was held, and then resumed.
+    assert [(c.hook, c.failed) for c in createos_kit.calls if c.hook == "resume"][-2:] == [
+        ("resume", True),
+        ("resume", False),
+    ]
 
 
 @pytest.mark.parametrize(
