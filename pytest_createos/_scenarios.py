@@ -362,8 +362,8 @@ class _Run:
         while gate.held == 0:
             now = loop.time()
             if task.done():
-                # A request sent just before the call ended may still be on its way to the
-                # gate: give it the settle time before concluding.
+                # A request sent just before the call ended, or by a task the host started
+                # and left running, may still be on its way: give it the settle time.
                 ended = now if ended is None else ended
                 if now - ended >= self.kit.settle_s:
                     return False

@@ -303,7 +303,8 @@ async def test_a_hot_loop_on_the_providers_own_refusals_is_caught(
 async def test_a_host_backing_off_on_the_providers_refusals_passes(
     createos_kit: ConformanceKit, watched: LeaseHost
 ) -> None:
-    host = GuardRetryingHost(watched, [0.05, 0.1, 0.2, 0.4, 0.8, 1.6])
+    # Doubling from 50 ms up to 0.5 s, for as long as the release may take on a loaded machine.
+    host = GuardRetryingHost(watched, [0.05, 0.1, 0.2, 0.4] + [0.5] * 20)
     report = await createos_kit.run("resume-while-release-in-flight", host)
     assert report.ok, report.format()
     # It was refused by the provider while the release was held, and then resumed.
@@ -351,7 +352,8 @@ async def test_a_hung_call_is_reported_with_the_kits_timeout(
     hung = await impatient.run("concurrent-resumes", HangingHost(reference))
     sandbox = next(v.sandbox for v in hung.violations if v.check == "resumed-or-replaced")
     timed_out = "did not finish within 0.3 s"
-    assert [v.what for v in hung.violations if v.check == "scenario"] == [
+    # (On a loaded machine the release may outlast 0.3 s too: only the resumes are judged.)
+    assert [v.what for v in hung.violations if v.what.startswith("resume(")] == [
         f"resume(lease on {sandbox}) #{n} {timed_out} after the kit let everything through"
         for n in (1, 2)
     ], hung.format()
