@@ -329,9 +329,7 @@ async def test_a_release_that_sends_nothing_is_reported(
     )
 
 
-async def test_scenario_problems_are_reported_not_raised(
-    createos_server: CreateosServer, createos_kit: ConformanceKit, reference: LeaseHost
-) -> None:
+async def test_scenario_problems_are_reported_not_raised(createos_kit: ConformanceKit) -> None:
     imaginary = await createos_kit.run("concurrent-resumes", ImaginaryHost())
     assert [v.what for v in imaginary.violations] == [text.NOTHING_CREATED]
     failing = ImaginaryHost()
