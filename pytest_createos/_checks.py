@@ -578,7 +578,7 @@ CHECKS: dict[str, str] = {
     text.NO_WORK_ON_CLOSING: "no exec/files/process request to a sandbox going away or gone",
     text.NO_RESUME_DURING_CLEANUP: "no resume while the pause or delete is in flight, or once gone",
     text.RESUMES_SERIALISED: "concurrent resumes of one lease send one resume at a time",
-    text.RETRIES_BACK_OFF: "retries after failures are bounded per second (no hot loop)",
+    text.RETRIES_BACK_OFF: "retries of failed requests or provider calls are bounded per second",
     text.RESUMED_OR_REPLACED: "resume ends resumed after cleanup, or replaced by a fresh lease",
     text.NO_LEAKED_SANDBOX: "no sandbox is left alive that no lease refers to",
     text.NO_ORPHAN_PROCESS: "no command's process is left running (e.g. after shutdown)",
