@@ -2,7 +2,8 @@
 
 Check names are what :attr:`~pytest_createos.kit.Violation.check` holds and what tests compare
 against; the ``*_WHAT`` templates say what happened (``{sandbox}`` first, so a reader sees at
-once which sandbox), the ``*_FIX`` texts say what to change.
+once which sandbox), the ``*_FIX`` texts say what to change; :func:`error_text` is how a report
+shows an exception.
 
 Example:
     >>> NO_RESUME_DURING_CLEANUP
@@ -224,3 +225,17 @@ KEEP_HINT: Final = (
 )
 STEPS_HEADER: Final = "what the host did:"
 CALLS_HEADER: Final = "  provider calls, oldest first:"
+
+#: How much of an exception's text a report shows.
+MAX_ERROR_CHARS: Final = 200
+
+
+def error_text(error: BaseException) -> str:
+    """An exception as a report shows it: its type, and its message if it has one, cut short.
+
+    Example:
+        >>> error_text(RuntimeError("no capacity")), error_text(TimeoutError())
+        ('RuntimeError: no capacity', 'TimeoutError')
+    """
+    shown = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return shown if len(shown) <= MAX_ERROR_CHARS else shown[: MAX_ERROR_CHARS - 3] + "..."

@@ -56,7 +56,6 @@ T = TypeVar("T")
 
 #: What the kit runs when it needs a command that is still running when it acts.
 LONG_COMMAND = "sleep 30"
-_MAX_ERROR_CHARS = 200
 #: Numbers gates across kits: a gate once opened stays open, so a name is never reused.
 _GATE_IDS = itertools.count(1)
 #: How often the kit looks at the fake's gates and journal while it waits for the host.
@@ -137,20 +136,15 @@ class _Call:
         return self.timed_out is not None or self.error is not None
 
     def raised_suffix(self) -> str:
-        return text.RAISED_SUFFIX.format(error=_error_text(self.error)) if self.error else ""
+        return text.RAISED_SUFFIX.format(error=text.error_text(self.error)) if self.error else ""
 
     def failure(self, call: str) -> str:
         """What went wrong, as a phrase: ``<call> raised <error>`` or ``<call> did not finish
         within <timeout> s``."""
         if self.error is not None:
-            return text.RAISED.format(call=call, error=_error_text(self.error))
+            return text.RAISED.format(call=call, error=text.error_text(self.error))
         assert self.timed_out is not None, "only a failed call has a failure"
         return text.TIMED_OUT.format(call=call, timeout=self.timed_out)
-
-
-def _error_text(error: BaseException) -> str:
-    shown = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return shown if len(shown) <= _MAX_ERROR_CHARS else shown[: _MAX_ERROR_CHARS - 3] + "..."
 
 
 def _routes_text(routes: Iterable[Route]) -> str:
@@ -295,7 +289,7 @@ class _Run:
         elif task.cancelled():
             self.step(text.STEP_CANCELLED.format(call=call))
         elif (error := task.exception()) is not None:
-            self.step(text.RAISED.format(call=call, error=_error_text(error)))
+            self.step(text.RAISED.format(call=call, error=text.error_text(error)))
         elif not quiet:
             self.step(text.STEP_RETURNED.format(call=call))
 
@@ -608,7 +602,7 @@ async def _expect_refusal(
             answer = (
                 text.ANSWER_RETURNED
                 if result.error is None
-                else text.ANSWER_RAISED.format(error=_error_text(result.error))
+                else text.ANSWER_RAISED.format(error=text.error_text(result.error))
             )
             what = text.PROVIDER_WRONG_ANSWER_WHAT.format(sandbox=sandbox, when=when, answer=answer)
     if what is not None:

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_createos import _kit_messages as text
+
 __all__ = ["ProviderCall", "WatchedProvider"]
 
 
@@ -68,10 +70,6 @@ def _sandbox(arguments: Mapping[str, Any], result: object) -> str | None:
     return None
 
 
-def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
-
 class WatchedProvider:
     """Stands in for ``provider``: every coroutine method is called through, and recorded in
     ``calls`` once it ends; everything else (``is_closing``, attributes) is the provider's own.
@@ -115,7 +113,7 @@ class WatchedProvider:
                 result = await method(*args, **kwargs)
                 return result
             except BaseException as raised:  # a cancelled call ended too: record it, re-raise
-                error = _error_text(raised)
+                error = text.error_text(raised)
                 raise
             finally:
                 sandbox = _sandbox(kwargs, result)

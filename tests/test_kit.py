@@ -6,6 +6,7 @@ The same checks catch real hosts and providers in tests/kit/ and examples/.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
@@ -490,6 +491,13 @@ def test_check_all_runs_every_check_and_keeps_the_final_leases(script: Script) -
     assert [v.check for v in found] == list(CHECKS)
     # SB leaked: resume() handed back NEW, so only NEW is kept.
     assert next(v for v in found if v.check == "no-leaked-sandbox").sandbox == SB
+
+
+def test_an_error_is_shown_by_its_type_and_message_cut_short() -> None:
+    assert text.error_text(RuntimeError("no capacity")) == "RuntimeError: no capacity"
+    assert text.error_text(asyncio.CancelledError()) == "CancelledError"  # no dangling ": "
+    long = text.error_text(RuntimeError("x" * 500))
+    assert (len(long), long[-4:]) == (text.MAX_ERROR_CHARS, "x...")
 
 
 def test_report_and_error_list_violations_then_steps() -> None:
