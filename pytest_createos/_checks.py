@@ -366,13 +366,16 @@ def check_backoff(
         if len(found) <= max_per_second:
             continue
         sandbox = found[0].sandbox
+        # A retry may itself succeed: what the host was told is the failure just before it.
+        end = next(i for i, call in enumerate(hook_calls) if call is found[-1])
+        last_failure = next(call for call in reversed(hook_calls[:end]) if call.failed)
         what = text.HOT_PROVIDER_LOOP_WHAT.format(
             sandbox=sandbox or text.NO_SANDBOX,
             hook=found[0].hook,
             count=len(found),
             span=found[-1].started - found[0].started,
             limit=max_per_second,
-            error=found[-1].error or "",
+            error=last_failure.error,
         )
         violations.append(
             Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, calls=_trimmed(found))

@@ -342,6 +342,17 @@ def test_a_hot_loop_on_the_providers_own_refusals_is_caught(script: Script) -> N
     assert lines[-1] == f"  fix: {text.BACKOFF_FIX}"
 
 
+def test_a_hot_loop_names_the_failure_the_host_kept_answering(script: Script) -> None:
+    # Every other call succeeds; the retries that follow the failures are still a hot loop.
+    calls = [
+        ProviderCall("destroy", SB, n * 0.001, n * 0.001, "LeaseError: no" if n % 2 else None)
+        for n in range(40)
+    ]
+    found = only(check_backoff(script.journal, calls=calls), "retries-back-off")
+    assert found.what.startswith(f"{SB}: the provider's destroy() was called again 19 times ")
+    assert found.what.endswith("It last raised LeaseError: no")
+
+
 def test_spaced_or_successful_provider_calls_are_not_a_hot_loop(script: Script) -> None:
     assert check_backoff(script.journal, calls=provider_calls(20, 0.25)) == []
     assert check_backoff(script.journal, calls=provider_calls(100, 0.001, error=None)) == []
