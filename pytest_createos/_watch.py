@@ -95,6 +95,8 @@ class WatchedProvider:
         self.calls = calls
 
     def __getattr__(self, name: str) -> Any:
+        if name == "provider":  # not set yet (a copy being made): no provider to ask
+            raise AttributeError(name)
         attribute = getattr(self.provider, name)
         if not inspect.iscoroutinefunction(attribute):
             return attribute

@@ -3,6 +3,7 @@ it ended and when, and the checks count the calls that never reach the fake."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -62,3 +63,12 @@ async def test_assert_ok_counts_refusals_that_never_reached_the_fake(
         createos_kit.assert_ok()
     assert [v.check for v in raised.value.violations] == ["retries-back-off"]
     assert "the provider's resume() was called again 11 times within" in str(raised.value)
+
+
+def test_a_copy_watches_into_the_same_calls(createos_kit: ConformanceKit) -> None:
+    provider = LeaseProvider()
+    watched = createos_kit.watch(provider)
+    # copy builds the stand-in before its provider is set: asking that for attributes
+    # would recurse forever.
+    copied = copy.copy(watched)
+    assert (copied.is_closing("sb_1"), vars(copied)) == (False, vars(watched))
