@@ -13,7 +13,7 @@ import pytest_asyncio
 from example_hosts import NaiveHost, RobustHost, SandboxApi
 
 from pytest_createos import CreateosServer, LeaseHost, LeaseProvider
-from pytest_createos.kit import LeaseHostAdapter
+from pytest_createos.kit import ConformanceKit, LeaseHostAdapter
 
 
 @pytest_asyncio.fixture
@@ -31,8 +31,12 @@ async def robust_host(createos_server: CreateosServer) -> AsyncIterator[RobustHo
 
 
 @pytest_asyncio.fixture
-async def reference_host(createos_lease_params: dict[str, Any]) -> AsyncIterator[LeaseHostAdapter]:
-    """The plugin's reference ``LeaseHost``, keeping released leases warm (paused)."""
+async def reference_host(
+    createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> AsyncIterator[LeaseHostAdapter]:
+    """The plugin's reference ``LeaseHost``, keeping released leases warm (paused), on a
+    provider the kit watches: the kit also checks the calls the provider refuses itself."""
     config = {**createos_lease_params["config"], "reuseLease": True}
+    params = {**createos_lease_params, "config": config}
     async with LeaseProvider() as provider:
-        yield LeaseHostAdapter(LeaseHost(provider, **{**createos_lease_params, "config": config}))
+        yield LeaseHostAdapter(LeaseHost(createos_kit.watch(provider), **params))

@@ -2,8 +2,9 @@
 
 Each check finds one kind of cleanup-before-resume bug and returns a :class:`Violation` per
 sandbox it concerns (an empty list means the journal is clean); :func:`check_all` runs them
-together. They read only the journal, so they work on a journal built by hand as well as on
-``createos_server.journal.snapshot()``.
+together. They read only the journal (and :func:`check_backoff` a watched provider's calls,
+:class:`~pytest_createos.kit.ProviderCall`), so they work on a journal built by hand as well as
+on ``createos_server.journal.snapshot()``.
 
 Example::
 
@@ -15,12 +16,14 @@ Example::
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TypeVar
 
 from fake_server.journal import Entry, Journal
 from pytest_createos import _kit_messages as text
+from pytest_createos._watch import ProviderCall
 
 __all__ = [
     "CHECKS",
@@ -38,6 +41,7 @@ __all__ = [
 ]
 
 Route = tuple[str, str]
+T = TypeVar("T")
 
 RESUME: Route = ("POST", "/v1/sandboxes/{id}/resume")
 PAUSE: Route = ("POST", "/v1/sandboxes/{id}/pause")
@@ -83,13 +87,20 @@ class Violation:
     what: str
     fix: str
     entries: tuple[Entry, ...] = ()
+    #: The provider calls that show it, for a host on a watched provider (oldest first).
+    calls: tuple[ProviderCall, ...] = ()
 
     def describe(self) -> str:
-        """The violation as readable lines: what happened, the journal excerpt, the fix."""
+        """The violation as readable lines: what happened, the journal excerpt or the provider
+        calls that show it, the fix."""
         lines = [f"[{self.check}] {self.what}"]
         if self.entries:
             lines.append("  journal, in arrival order:")
             lines += [f"    {_line(entry)}" for entry in self.entries]
+        if self.calls:
+            lines.append(text.CALLS_HEADER)
+            first = self.calls[0].started
+            lines += [f"    +{c.started - first:.3f} s {c.describe()}" for c in self.calls]
         lines.append(f"  fix: {self.fix}")
         return "\n".join(lines)
 
@@ -140,10 +151,14 @@ def _request_text(entry: Entry) -> str:
 def _evidence(*groups: Iterable[Entry]) -> tuple[Entry, ...]:
     """Unique entries in arrival order, trimmed to the first and last few."""
     unique = {id(entry): entry for group in groups for entry in group}
-    ordered = sorted(unique.values(), key=lambda entry: (entry.opened, entry.seq))
+    return _trimmed(sorted(unique.values(), key=lambda entry: (entry.opened, entry.seq)))
+
+
+def _trimmed(ordered: Sequence[T]) -> tuple[T, ...]:
+    """The first and last few of ``ordered``, at most :data:`MAX_EVIDENCE` in all."""
     if len(ordered) > MAX_EVIDENCE:
         head = MAX_EVIDENCE - 2
-        ordered = ordered[:head] + ordered[-2:]
+        return (*ordered[:head], *ordered[-2:])
     return tuple(ordered)
 
 
@@ -178,8 +193,18 @@ def _closing_reason(entry: Entry, cleanups: Sequence[Entry]) -> tuple[str, list[
     return None
 
 
+@dataclass(frozen=True)
+class _Wording:
+    """What a check says about requests sent while a cleanup had not finished (and the fix),
+    and about requests sent once the sandbox was destroyed."""
+
+    during: str
+    during_fix: str
+    gone: str
+
+
 def _during_cleanup(
-    journal: Journal, routes: Iterable[Route], what: str, check: str, fix: str
+    journal: Journal, routes: Iterable[Route], check: str, wording: _Wording
 ) -> list[Violation]:
     cleanups: dict[str | None, list[Entry]] = defaultdict(list)
     for cleanup in _requests(journal, CLEANUP):
@@ -192,6 +217,13 @@ def _during_cleanup(
     violations = []
     for sandbox, found_list in offending.items():
         first, reason, shown_cleanups = found_list[0]
+        # A destroyed sandbox stays destroyed, so every later request came after it too: the
+        # lease was reused after its destroy, which no waiting for a cleanup would have fixed.
+        gone = not shown_cleanups and first.sandbox_status == "destroyed"
+        if gone:
+            what, fix = wording.gone, text.REUSED_AFTER_DESTROY_FIX
+        else:
+            what, fix = wording.during, wording.during_fix
         message = what.format(
             sandbox=sandbox, count=len(found_list), request=_request_text(first), reason=reason
         )
@@ -205,37 +237,42 @@ def _during_cleanup(
     return violations
 
 
+_WORK_WORDING = _Wording(
+    during=text.WORK_ON_CLOSING_WHAT,
+    during_fix=text.WORK_ON_CLOSING_FIX,
+    gone=text.WORK_AFTER_DESTROY_WHAT,
+)
+_RESUME_WORDING = _Wording(
+    during=text.RESUME_DURING_CLEANUP_WHAT,
+    during_fix=text.RESUME_DURING_CLEANUP_FIX,
+    gone=text.RESUME_AFTER_DESTROY_WHAT,
+)
+
 # -- the checks --------------------------------------------------------------------------------
 
 
 def check_no_work_on_closing(journal: Journal) -> list[Violation]:
     """No exec, files or process request arrived at a sandbox that was pausing, destroying
-    or destroyed, or while a pause or delete of it was in flight.
+    or destroyed, or while a pause or delete of it was in flight. Requests to a destroyed
+    sandbox are reported as a lease used after its destroy.
 
     Example:
         >>> check_no_work_on_closing(Journal())
         []
     """
-    return _during_cleanup(
-        journal, WORK, text.WORK_ON_CLOSING_WHAT, text.NO_WORK_ON_CLOSING, text.WORK_ON_CLOSING_FIX
-    )
+    return _during_cleanup(journal, WORK, text.NO_WORK_ON_CLOSING, _WORK_WORDING)
 
 
 def check_no_resume_during_cleanup(journal: Journal) -> list[Violation]:
     """No resume request arrived at a sandbox while a pause or delete of it was in flight, or
-    while it was pausing, destroying or destroyed.
+    while it was pausing, destroying or destroyed. Resumes of a destroyed sandbox are reported
+    as a lease reused after its destroy.
 
     Example:
         >>> check_no_resume_during_cleanup(Journal())
         []
     """
-    return _during_cleanup(
-        journal,
-        [RESUME],
-        text.RESUME_DURING_CLEANUP_WHAT,
-        text.NO_RESUME_DURING_CLEANUP,
-        text.RESUME_DURING_CLEANUP_FIX,
-    )
+    return _during_cleanup(journal, [RESUME], text.NO_RESUME_DURING_CLEANUP, _RESUME_WORDING)
 
 
 def check_resumes_serialised(journal: Journal) -> list[Violation]:
@@ -276,31 +313,39 @@ def check_resumes_serialised(journal: Journal) -> list[Violation]:
 
 
 def check_backoff(
-    journal: Journal, *, max_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND
+    journal: Journal,
+    *,
+    max_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+    calls: Sequence[ProviderCall] = (),
 ) -> list[Violation]:
     """Retries back off: a request repeated after a failure (an HTTP error or no answer) is
     repeated at most ``max_per_second`` times in any one second of the fake's clock (the
     journal's ``at``). Successful polls are not retries and never count.
 
-    Under ``manual_clock`` the journal's time moves only when the test advances it, so this
-    check means something there only if the test does.
+    ``calls`` are a watched provider's calls (see ``ConformanceKit.watch``): a provider call
+    repeated after it raised counts the same way, on the event loop's clock. Refusals the
+    provider makes before sending anything (``CleanupPendingError`` while the lease's cleanup
+    is in flight) reach no journal, so only these calls show a host that hammers them.
+
+    Under ``manual_clock`` the journal's time moves only when the test advances it, so the
+    journal part means something there only if the test does.
 
     Example:
         >>> check_backoff(Journal(), max_per_second=5)
         []
     """
-    groups: dict[tuple[str | None, str | None, str | None], list[Entry]] = defaultdict(list)
+    requests: dict[Hashable, list[Entry]] = defaultdict(list)
     for entry in journal.requests():
-        groups[(entry.method, entry.route, entry.sandbox)].append(entry)
+        requests[(entry.method, entry.route, entry.sandbox)].append(entry)
     violations = []
-    for (_, _, sandbox), entries in groups.items():
+    for entries in requests.values():
         entries.sort(key=lambda entry: entry.opened)
-        retries = [current for previous, current in pairwise(entries) if _failed(previous)]
-        window = _busiest_second(retries)
+        window = _busiest_retries(entries, _failed, lambda entry: entry.at)
         if len(window) <= max_per_second:
             continue
+        sandbox = window[0].sandbox
         what = text.HOT_LOOP_WHAT.format(
-            sandbox=sandbox or "(no sandbox)",
+            sandbox=sandbox or text.NO_SANDBOX,
             request=_request_text(window[0]),
             count=len(window),
             span=window[-1].at - window[0].at,
@@ -309,18 +354,48 @@ def check_backoff(
         violations.append(
             Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, _evidence(window))
         )
+    # A hot loop whose requests reached the fake is reported from the journal already; the
+    # provider's side of it would only say the same again.
+    flagged = {violation.sandbox for violation in violations}
+    hooks: dict[Hashable, list[ProviderCall]] = defaultdict(list)
+    for call in sorted(calls, key=lambda call: call.started):
+        if call.sandbox not in flagged:
+            hooks[(call.hook, call.sandbox)].append(call)
+    for hook_calls in hooks.values():
+        found = _busiest_retries(hook_calls, lambda call: call.failed, lambda call: call.started)
+        if len(found) <= max_per_second:
+            continue
+        sandbox = found[0].sandbox
+        # A retry may itself succeed: what the host was told is the failure just before it.
+        end = next(i for i, call in enumerate(hook_calls) if call is found[-1])
+        last_failure = next(call for call in reversed(hook_calls[:end]) if call.failed)
+        what = text.HOT_PROVIDER_LOOP_WHAT.format(
+            sandbox=sandbox or text.NO_SANDBOX,
+            hook=found[0].hook,
+            count=len(found),
+            span=found[-1].started - found[0].started,
+            limit=max_per_second,
+            error=last_failure.error,
+        )
+        violations.append(
+            Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, calls=_trimmed(found))
+        )
     return violations
 
 
-def _busiest_second(entries: Sequence[Entry]) -> Sequence[Entry]:
-    """The longest run of ``entries`` (sorted by arrival) that fits in one second."""
-    best: Sequence[Entry] = entries[:0]
+def _busiest_retries(
+    attempts: Sequence[T], failed: Callable[[T], bool], at: Callable[[T], float]
+) -> Sequence[T]:
+    """The retries among ``attempts`` (each one that follows a failed one), in the busiest
+    second: the longest run of them that fits in one second of ``at``."""
+    retries = [current for previous, current in pairwise(attempts) if failed(previous)]
+    best: Sequence[T] = retries[:0]
     start = 0
-    for end, entry in enumerate(entries):
-        while entry.at - entries[start].at >= 1.0:
+    for end, retry in enumerate(retries):
+        while at(retry) - at(retries[start]) >= 1.0:
             start += 1
         if end + 1 - start > len(best):
-            best = entries[start : end + 1]
+            best = retries[start : end + 1]
     return best
 
 
@@ -471,12 +546,14 @@ def check_all(
     keep: Iterable[str] | None = None,
     unconfirmed: Mapping[str, int] | None = None,
     max_attempts_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+    calls: Sequence[ProviderCall] = (),
 ) -> list[Violation]:
     """Every check at once.
 
     ``outcomes`` feeds :func:`check_resumed_or_replaced`; ``keep`` the leak check (default:
     the final sandboxes of ``outcomes``); ``unconfirmed`` maps sandboxes to the ticket at
-    which their cleanup became unconfirmed (:func:`check_unconfirmed_destroyed`).
+    which their cleanup became unconfirmed (:func:`check_unconfirmed_destroyed`); ``calls``
+    (a watched provider's calls) feed :func:`check_backoff` along with the journal.
 
     Example::
 
@@ -489,7 +566,7 @@ def check_all(
         *check_no_work_on_closing(journal),
         *check_no_resume_during_cleanup(journal),
         *check_resumes_serialised(journal),
-        *check_backoff(journal, max_per_second=max_attempts_per_second),
+        *check_backoff(journal, max_per_second=max_attempts_per_second, calls=calls),
         *check_resumed_or_replaced(journal, outcomes),
         *check_no_leaks(journal, keep=keep),
         *check_no_orphan_processes(journal),
@@ -501,10 +578,10 @@ def check_all(
 
 #: Every check by name, with a one-line summary, in the order :func:`check_all` runs them.
 CHECKS: dict[str, str] = {
-    text.NO_WORK_ON_CLOSING: "no exec/files/process request to a sandbox that is going away",
-    text.NO_RESUME_DURING_CLEANUP: "no resume while the lease's pause or delete is in flight",
+    text.NO_WORK_ON_CLOSING: "no exec/files/process request to a sandbox going away or gone",
+    text.NO_RESUME_DURING_CLEANUP: "no resume while the pause or delete is in flight, or once gone",
     text.RESUMES_SERIALISED: "concurrent resumes of one lease send one resume at a time",
-    text.RETRIES_BACK_OFF: "retries after failures are bounded per second (no hot loop)",
+    text.RETRIES_BACK_OFF: "retries of failed requests or provider calls are bounded per second",
     text.RESUMED_OR_REPLACED: "resume ends resumed after cleanup, or replaced by a fresh lease",
     text.NO_LEAKED_SANDBOX: "no sandbox is left alive that no lease refers to",
     text.NO_ORPHAN_PROCESS: "no command's process is left running (e.g. after shutdown)",

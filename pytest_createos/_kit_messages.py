@@ -2,7 +2,8 @@
 
 Check names are what :attr:`~pytest_createos.kit.Violation.check` holds and what tests compare
 against; the ``*_WHAT`` templates say what happened (``{sandbox}`` first, so a reader sees at
-once which sandbox), the ``*_FIX`` texts say what to change.
+once which sandbox), the ``*_FIX`` texts say what to change; :func:`error_text` is how a report
+shows an exception.
 
 Example:
     >>> NO_RESUME_DURING_CLEANUP
@@ -40,6 +41,14 @@ RESUME_DURING_CLEANUP_WHAT: Final = (
     "{sandbox}: {count} resume request(s) were sent while the lease's cleanup had not finished; "
     "the first arrived while {reason}."
 )
+WORK_AFTER_DESTROY_WHAT: Final = (
+    "{sandbox}: {count} work request(s) (exec, files, processes) were sent after the sandbox "
+    "was destroyed: the lease was used after its destroy."
+)
+RESUME_AFTER_DESTROY_WHAT: Final = (
+    "{sandbox}: {count} resume request(s) were sent after the sandbox was destroyed: the lease "
+    "was reused after its destroy."
+)
 REASON_STATUS: Final = "the sandbox was {status}"
 REASON_OVERLAP: Final = "{request} (its cleanup) was still in flight"
 RESUMES_RACED_WHAT: Final = (
@@ -52,6 +61,12 @@ HOT_LOOP_WHAT: Final = (
     "{sandbox}: {request} was retried {count} times within {span:.3f} s after failed attempts "
     "(at most {limit:g} attempts per second are acceptable)."
 )
+HOT_PROVIDER_LOOP_WHAT: Final = (
+    "{sandbox}: the provider's {hook}() was called again {count} times within {span:.3f} s "
+    "after it failed (at most {limit:g} attempts per second are acceptable). It last raised "
+    "{error}"
+)
+NO_SANDBOX: Final = "(no sandbox)"
 NO_LEASE_WHAT: Final = "{sandbox}: resume() gave back no usable lease: {error}."
 NOT_RUNNING_WHAT: Final = (
     "{sandbox}: resume() handed back the lease on {sandbox}, but the sandbox ended {status}."
@@ -104,6 +119,10 @@ RESUME_DURING_CLEANUP_FIX: Final = (
     f"delete) has finished. When the provider refuses with {CLEANUP_PENDING_MESSAGE!r}, retry "
     "with backoff; when the cleanup is unconfirmed, destroy the lease and acquire a fresh one."
 )
+REUSED_AFTER_DESTROY_FIX: Final = (
+    "A destroyed lease is gone for good: forget it once its destroy is sent, and acquire a "
+    "fresh lease (resume() may return that replacement) instead of resuming or using it."
+)
 RESUMES_SERIALISED_FIX: Final = (
     "Keep one lock per lease around resume (and release): a second resume of the same lease "
     "must wait for the first and reuse its result instead of sending another resume."
@@ -155,7 +174,8 @@ NO_COMMAND_SENT: Final = (
     "{sandbox}: run() sent no command to the sandbox (neither POST .../processes nor "
     ".../exec), so the scenario could not make its process state unconfirmed{error}"
 )
-HUNG: Final = "{call} did not finish within {timeout:g} s after the kit let everything through"
+TIMED_OUT: Final = "{call} did not finish within {timeout:g} s"
+HUNG: Final = TIMED_OUT + " after the kit let everything through"
 
 # -- steps (what the kit and the host did) --------------------------------------------------
 
@@ -187,7 +207,6 @@ HELD_TRANSITION: Final = "the transition"
 LOST_START: Final = "the command start"
 RAISED: Final = "{call} raised {error}"
 RAISED_SUFFIX: Final = "; it raised {error}"
-HUNG_SHORT: Final = "{call} hung"
 ANSWER_RETURNED: Final = "returned"
 ANSWER_RAISED: Final = "raised {error}"
 WHEN_IN_FLIGHT: Final = "while its {hook} is in flight"
@@ -200,4 +219,23 @@ NO_SHUTDOWN: Final = "the host has no async shutdown() method"
 UNKNOWN_SCENARIO: Final = "unknown scenario {name!r}; the scenarios are: {names}"
 VIOLATIONS_HEADER: Final = "scenario {scenario}: {count} violation(s)"
 CHECK_HEADER: Final = "{count} conformance violation(s)"
+KEEP_HINT: Final = (
+    "If a sandbox reported as left alive is still in use on purpose, list it in keep=: "
+    "createos_kit.assert_ok(keep={sandboxes!r})"
+)
 STEPS_HEADER: Final = "what the host did:"
+CALLS_HEADER: Final = "  provider calls, oldest first:"
+
+#: How much of an exception's text a report shows.
+MAX_ERROR_CHARS: Final = 200
+
+
+def error_text(error: BaseException) -> str:
+    """An exception as a report shows it: its type, and its message if it has one, cut short.
+
+    Example:
+        >>> error_text(RuntimeError("no capacity")), error_text(TimeoutError())
+        ('RuntimeError: no capacity', 'TimeoutError')
+    """
+    shown = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return shown if len(shown) <= MAX_ERROR_CHARS else shown[: MAX_ERROR_CHARS - 3] + "..."

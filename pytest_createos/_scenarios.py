@@ -56,7 +56,6 @@ T = TypeVar("T")
 
 #: What the kit runs when it needs a command that is still running when it acts.
 LONG_COMMAND = "sleep 30"
-_MAX_ERROR_CHARS = 200
 #: Numbers gates across kits: a gate once opened stays open, so a name is never reused.
 _GATE_IDS = itertools.count(1)
 #: How often the kit looks at the fake's gates and journal while it waits for the host.
@@ -129,25 +128,23 @@ class _Call:
 
     value: Any = None
     error: BaseException | None = None
-    hung: bool = False
+    #: The kit's timeout, when the call did not finish within it (the kit cancelled it).
+    timed_out: float | None = None
 
     @property
     def failed(self) -> bool:
-        return self.hung or self.error is not None
+        return self.timed_out is not None or self.error is not None
 
     def raised_suffix(self) -> str:
-        return text.RAISED_SUFFIX.format(error=_error_text(self.error)) if self.error else ""
+        return text.RAISED_SUFFIX.format(error=text.error_text(self.error)) if self.error else ""
 
     def failure(self, call: str) -> str:
-        """What went wrong, as a phrase: ``<call> raised <error>`` or ``<call> hung``."""
+        """What went wrong, as a phrase: ``<call> raised <error>`` or ``<call> did not finish
+        within <timeout> s``."""
         if self.error is not None:
-            return text.RAISED.format(call=call, error=_error_text(self.error))
-        return text.HUNG_SHORT.format(call=call)
-
-
-def _error_text(error: BaseException) -> str:
-    shown = f"{type(error).__name__}: {error}"
-    return shown if len(shown) <= _MAX_ERROR_CHARS else shown[: _MAX_ERROR_CHARS - 3] + "..."
+            return text.RAISED.format(call=call, error=text.error_text(self.error))
+        assert self.timed_out is not None, "only a failed call has a failure"
+        return text.TIMED_OUT.format(call=call, timeout=self.timed_out)
 
 
 def _routes_text(routes: Iterable[Route]) -> str:
@@ -177,6 +174,7 @@ class _Run:
         self.keep: set[str] = set()
         self.unconfirmed: dict[str, int] = {}
         self.start = kit.mark()
+        self.first_call = len(kit.calls)
         self._baseline_rules = {rule["id"] for rule in self.faults.rules}
         self._gates: list[GateHandle] = []
         self._stuck: set[str] = set()
@@ -291,20 +289,22 @@ class _Run:
         elif task.cancelled():
             self.step(text.STEP_CANCELLED.format(call=call))
         elif (error := task.exception()) is not None:
-            self.step(text.RAISED.format(call=call, error=_error_text(error)))
+            self.step(text.RAISED.format(call=call, error=text.error_text(error)))
         elif not quiet:
             self.step(text.STEP_RETURNED.format(call=call))
 
     async def finish(self, task: asyncio.Future[Any]) -> _Call:
         """Wait for a host call, bounded by the kit's timeout (a hung call is a problem)."""
-        done, _ = await asyncio.wait({task}, timeout=self.kit.timeout_s)
+        timeout = self.kit.timeout_s
+        if task in self._hung:
+            return _Call(timed_out=timeout)  # cancelled by the kit, and reported, already
+        done, _ = await asyncio.wait({task}, timeout=timeout)
         if not done:
             self._hung.add(task)
             task.cancel()
             await asyncio.wait({task})
-            call = self._tasks[task]
-            self.problem(None, text.HUNG.format(call=call, timeout=self.kit.timeout_s))
-            return _Call(hung=True)
+            self.problem(None, text.HUNG.format(call=self._tasks[task], timeout=timeout))
+            return _Call(timed_out=timeout)
         if task.cancelled():
             return _Call(error=asyncio.CancelledError())
         error = task.exception()
@@ -317,16 +317,27 @@ class _Run:
         self, *tasks: asyncio.Future[Any], gate: GateHandle | None = None, count: int = 1
     ) -> bool:
         """Wait until ``count`` requests are held at ``gate``, a task ends, or the host has
-        been quiet (nothing sent but reads) for the settle time; returns whether the gate
-        holds them. A host that keeps sending requests is still showing its hand, however
-        slowly a loaded machine lets it."""
+        been quiet (see :meth:`wait_until`); returns whether the gate holds them."""
+        held = False
+
+        def shown() -> bool:
+            nonlocal held
+            held = gate is not None and gate.held >= count
+            return held or any(task.done() for task in tasks)
+
+        await self.wait_until(shown, *tasks)
+        return held
+
+    async def wait_until(self, reached: Callable[[], bool], *tasks: asyncio.Future[Any]) -> bool:
+        """Wait until ``reached()`` (then True), or until the host has been quiet (nothing sent
+        but reads) for the settle time (then False); ``tasks`` only cut a polling interval
+        short. A host that keeps sending requests is still showing its hand, however slowly a
+        loaded machine lets it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.kit.timeout_s
         changes = self.kit.changes_since(self.start)
         quiet_from = loop.time()
-        while gate is None or gate.held < count:
-            if any(task.done() for task in tasks):
-                return False
+        while not reached():
             now = loop.time()
             latest = self.kit.changes_since(self.start)
             if latest != changes:
@@ -345,8 +356,8 @@ class _Run:
         while gate.held == 0:
             now = loop.time()
             if task.done():
-                # A request sent just before the call ended may still be on its way to the
-                # gate: give it the settle time before concluding.
+                # A request sent just before the call ended, or by a task the host started
+                # and left running, may still be on its way: give it the settle time.
                 ended = now if ended is None else ended
                 if now - ended >= self.kit.settle_s:
                     return False
@@ -423,6 +434,7 @@ class _Run:
                 keep=keep,
                 unconfirmed=self.unconfirmed,
                 max_attempts_per_second=self.kit.max_attempts_per_second,
+                calls=self.kit.calls[self.first_call :],
             ),
         ]
         return self.report
@@ -469,8 +481,10 @@ async def _resume_after_failed_release(kit: ConformanceKit, run: _Run, host: Hos
     lost = run.lose_answers(text.HELD_CLEANUP, CLEANUP, sandbox)
     run.stick(sandbox)
     release = run.spawn(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
-    await run.settle(release)
-    if run.fired(lost, sandbox) is None and release.done():
+    # A host may send the pause after release() returned, from a task of its own: what counts
+    # is whether the pause or delete arrives before the host falls quiet, not before it returns.
+    fired = await run.wait_until(lambda: run.fired(lost, sandbox) is not None, release)
+    if not fired and release.done():
         await run.no_cleanup(release, sandbox)
         return
     run.remove_rules(lost)
@@ -588,7 +602,7 @@ async def _expect_refusal(
             answer = (
                 text.ANSWER_RETURNED
                 if result.error is None
-                else text.ANSWER_RAISED.format(error=_error_text(result.error))
+                else text.ANSWER_RAISED.format(error=text.error_text(result.error))
             )
             what = text.PROVIDER_WRONG_ANSWER_WHAT.format(sandbox=sandbox, when=when, answer=answer)
     if what is not None:

@@ -14,6 +14,11 @@ The journal checks (:func:`check_all` and one function per check) work on their 
 :class:`HostConformance` / :class:`ProviderConformance` turn everything into tests by
 subclassing.
 
+A host built on a lease provider should get it through :meth:`ConformanceKit.watch`: the kit
+then also sees the calls the provider refuses itself, before any request reaches the fake
+(``CleanupPendingError`` while the lease's cleanup is in flight), and ``retries-back-off``
+catches a host that hammers them.
+
 Example::
 
     from pytest_createos.kit import HostConformance
@@ -22,6 +27,12 @@ Example::
         @pytest.fixture
         def host(self, createos_server):
             return MyHostAdapter(url=createos_server.url, api_key=createos_server.api_key)
+
+    class TestMyProviderHost(HostConformance):
+        @pytest.fixture
+        def host(self, createos_kit, createos_provider, createos_lease_params):
+            provider = createos_kit.watch(createos_provider)
+            return MyHostAdapter(MyScheduler(provider, **createos_lease_params))
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import pytest
 
@@ -61,6 +72,7 @@ from pytest_createos._scenarios import (
     play,
     violations_text,
 )
+from pytest_createos._watch import ProviderCall, WatchedProvider
 from pytest_createos.host import LeaseHost, LeaseProviderLike
 from pytest_createos.provider import ExecuteResult, Lease
 from pytest_createos.server import CreateosServer
@@ -75,6 +87,7 @@ __all__ = [
     "HostConformance",
     "LeaseHostAdapter",
     "LeaseOutcome",
+    "ProviderCall",
     "ProviderConformance",
     "Scenario",
     "ScenarioReport",
@@ -92,6 +105,7 @@ __all__ = [
 ]
 
 LeaseT = TypeVar("LeaseT")
+ProviderT = TypeVar("ProviderT")
 
 #: How long the kit gives a host to show its hand (send a request, or return) before it
 #: concludes that the host is waiting. A host that behaves never depends on it.
@@ -160,8 +174,9 @@ class LeaseHostAdapter:
     Example::
 
         @pytest.fixture
-        def host(createos_provider, createos_lease_params):
-            return LeaseHostAdapter(LeaseHost(createos_provider, **createos_lease_params))
+        def host(createos_kit, createos_provider, createos_lease_params):
+            provider = createos_kit.watch(createos_provider)
+            return LeaseHostAdapter(LeaseHost(provider, **createos_lease_params))
     """
 
     def __init__(self, host: LeaseHost) -> None:
@@ -194,6 +209,7 @@ class ConformanceKit:
     it is waiting (a host that behaves never depends on it); ``timeout_s`` bounds every host
     call once the kit has let everything through; ``max_attempts_per_second`` is the backoff
     check's limit; ``probe_command`` is what the kit runs on a lease to see where it points.
+    Every call of a provider handed out by :meth:`watch` is recorded in :attr:`calls`.
 
     Example::
 
@@ -220,8 +236,29 @@ class ConformanceKit:
         self.timeout_s = timeout_s
         self.max_attempts_per_second = max_attempts_per_second
         self.probe_command = probe_command
+        #: Every call of a provider this kit watches, in the order the calls ended.
+        self.calls: list[ProviderCall] = []
         self._entries: list[Entry] = []
         self._seen = 0
+
+    def watch(self, provider: ProviderT) -> ProviderT:
+        """``provider`` as the kit watches it: build your host on what this returns, and every
+        call the host makes to it (``acquire``, ``resume``, ``release``, ``destroy``,
+        ``execute``, ...) is recorded in :attr:`calls` with how it ended and when. The checks
+        then see the calls the provider refuses before sending anything, which the fake's
+        journal cannot: a host retrying a ``CleanupPendingError`` 1 ms apart fails
+        ``retries-back-off``. Anything but the provider's coroutine methods is passed through
+        unchanged (``isinstance`` checks on it do not hold, though).
+
+        Example::
+
+            @pytest.fixture
+            def host(createos_kit, createos_provider, createos_lease_params):
+                provider = createos_kit.watch(createos_provider)
+                return LeaseHostAdapter(LeaseHost(provider, **createos_lease_params))
+        """
+        # The stand-in forwards every attribute, so it serves wherever the provider would.
+        return cast(ProviderT, WatchedProvider(provider, self.calls))
 
     # -- scenarios ------------------------------------------------------------------------------
 
@@ -283,6 +320,13 @@ class ConformanceKit:
     ) -> list[Violation]:
         """:func:`check_all` over this test's journal as it is now.
 
+        ``keep`` lists the sandboxes still in use on purpose (the leases your test or host
+        still holds): every other sandbox created in this test that is not destroyed by now
+        is reported by ``no-leaked-sandbox``. ``outcomes`` are what your ``resume()`` calls
+        handed back (:class:`LeaseOutcome`; their final sandboxes are kept when ``keep`` is
+        not given) and ``unconfirmed`` maps sandboxes to the journal ticket at which their
+        process cleanup became unconfirmed.
+
         Example::
 
             assert createos_kit.check(keep=[lease_sandbox]) == []
@@ -293,6 +337,7 @@ class ConformanceKit:
             keep=keep,
             unconfirmed=unconfirmed,
             max_attempts_per_second=self.max_attempts_per_second,
+            calls=self.calls,
         )
 
     def assert_ok(
@@ -304,15 +349,23 @@ class ConformanceKit:
     ) -> None:
         """Raise :class:`ConformanceError` if :meth:`check` finds anything.
 
+        A sandbox your test still uses at this point (a lease it has not released or
+        destroyed yet) is a leak unless it is listed in ``keep``; the error says so.
+
         Example::
 
-            createos_kit.assert_ok(keep=[lease_sandbox])
+            lease = await host.acquire()
+            ...  # your own race
+            createos_kit.assert_ok(keep=[lease.provider_lease_id])  # still in use on purpose
         """
         found = self.check(outcomes=outcomes, keep=keep, unconfirmed=unconfirmed)
-        if found:
-            raise ConformanceError(
-                violations_text(text.CHECK_HEADER.format(count=len(found)), found), found
-            )
+        if not found:
+            return
+        message = violations_text(text.CHECK_HEADER.format(count=len(found)), found)
+        leaked = [v.sandbox for v in found if v.check == text.NO_LEAKED_SANDBOX]
+        if leaked:
+            message += "\n" + text.KEEP_HINT.format(sandboxes=leaked)
+        raise ConformanceError(message, found)
 
     # -- journal helpers ---------------------------------------------------------------------
 
@@ -399,8 +452,10 @@ class HostConformance:
     test, ``test_host_scenario[<scenario>]``.
 
     Build the host from ``createos_server`` (``.url``, ``.api_key``) or ``createos_config`` /
-    ``createos_lease_params``. The tests are asyncio tests (pytest-asyncio); an async ``host``
-    fixture needs ``@pytest_asyncio.fixture`` unless ``asyncio_mode = auto``.
+    ``createos_lease_params``; a host on a lease provider gets it through
+    ``createos_kit.watch(provider)`` (see :meth:`ConformanceKit.watch`), so that the kit also
+    sees the calls the provider refuses itself. The tests are asyncio tests (pytest-asyncio);
+    an async ``host`` fixture needs ``@pytest_asyncio.fixture`` unless ``asyncio_mode = auto``.
 
     Example::
 

@@ -6,6 +6,7 @@ The same checks catch real hosts and providers in tests/kit/ and examples/.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
@@ -17,6 +18,7 @@ from pytest_createos.kit import (
     CHECKS,
     ConformanceError,
     LeaseOutcome,
+    ProviderCall,
     ScenarioReport,
     Violation,
     check_all,
@@ -204,13 +206,47 @@ def test_resume_racing_a_held_pause_is_caught(script: Script) -> None:
     assert "CreateOS lease cleanup must finish before resume." in lines[-1]
 
 
-def test_resume_of_a_destroyed_sandbox_is_caught(script: Script) -> None:
+def test_resume_of_a_destroyed_sandbox_is_reported_as_reuse_after_destroy(script: Script) -> None:
     script.call(DELETE, SB)
     script.move(SB, "running", "destroying", "delete")
+    destroyed = script.move(SB, "destroying", "destroyed", "delete")
+    script.call(RESUME, SB, state="destroyed", status=409)
+    script.call(RESUME, SB, state="destroyed", status=409)
+    found = only(check_no_resume_during_cleanup(script.journal), "no-resume-during-cleanup")
+    # Nothing was left to finish: waiting for a cleanup would not have helped.
+    assert found.what == (
+        f"{SB}: 2 resume request(s) were sent after the sandbox was destroyed: the lease was "
+        "reused after its destroy."
+    )
+    assert found.fix == text.REUSED_AFTER_DESTROY_FIX
+    assert found.entries[0] is destroyed
+
+
+def test_resume_while_the_sandbox_is_destroying_is_a_cleanup_race(script: Script) -> None:
+    script.call(DELETE, SB)
+    script.move(SB, "running", "destroying", "delete")
+    script.call(RESUME, SB, state="destroying", status=409)
     script.move(SB, "destroying", "destroyed", "delete")
     script.call(RESUME, SB, state="destroyed", status=409)
     found = only(check_no_resume_during_cleanup(script.journal), "no-resume-during-cleanup")
-    assert found.what.endswith("the first arrived while the sandbox was destroyed.")
+    assert found.what == (
+        f"{SB}: 2 resume request(s) were sent while the lease's cleanup had not finished; the "
+        "first arrived while the sandbox was destroying."
+    )
+    assert found.fix == text.RESUME_DURING_CLEANUP_FIX
+
+
+def test_work_on_a_destroyed_sandbox_is_reported_as_use_after_destroy(script: Script) -> None:
+    script.call(DELETE, SB)
+    script.move(SB, "running", "destroying", "delete")
+    script.move(SB, "destroying", "destroyed", "delete")
+    script.call(EXEC, SB, state="destroyed", status=409)
+    found = only(check_no_work_on_closing(script.journal), "no-work-on-closing-sandbox")
+    assert found.what == (
+        f"{SB}: 1 work request(s) (exec, files, processes) were sent after the sandbox was "
+        "destroyed: the lease was used after its destroy."
+    )
+    assert found.fix == text.REUSED_AFTER_DESTROY_FIX
 
 
 def test_resume_after_the_pause_finished_is_fine(script: Script) -> None:
@@ -276,6 +312,64 @@ def test_requests_that_got_no_answer_count_as_failed(script: Script) -> None:
     for _ in range(12):
         script.call(DELETE, SB, status=None)
     assert only(check_backoff(script.journal), "retries-back-off").sandbox == SB
+
+
+REFUSED = "CleanupPendingError: CreateOS lease cleanup must finish before resume."
+
+
+def provider_calls(count: int, every: float, *, error: str | None = REFUSED) -> list[ProviderCall]:
+    """``count`` resume calls of a watched provider, ``every`` seconds apart."""
+    return [ProviderCall("resume", SB, n * every, n * every + 0.0001, error) for n in range(count)]
+
+
+def test_a_hot_loop_on_the_providers_own_refusals_is_caught(script: Script) -> None:
+    # The provider refused every call itself: the journal has nothing of them.
+    calls = provider_calls(30, 0.001)
+    found = only(check_backoff(script.journal, calls=calls), "retries-back-off")
+    assert found.what == (
+        f"{SB}: the provider's resume() was called again 29 times within 0.028 s after it failed "
+        f"(at most 10 attempts per second are acceptable). It last raised {REFUSED}"
+    )
+    assert (found.entries, len(found.calls)) == ((), MAX_EVIDENCE)
+    assert found.calls[0] is calls[1]  # the first retry, then the last ones
+    assert found.calls[-1] is calls[-1]
+    lines = found.describe().splitlines()
+    assert lines[1:3] == [
+        "  provider calls, oldest first:",
+        f"    +0.000 s resume({SB}) raised {REFUSED}",
+    ]
+    assert lines[-2] == f"    +0.028 s resume({SB}) raised {REFUSED}"
+    assert lines[-1] == f"  fix: {text.BACKOFF_FIX}"
+
+
+def test_a_hot_loop_names_the_failure_the_host_kept_answering(script: Script) -> None:
+    # Every other call succeeds; the retries that follow the failures are still a hot loop.
+    calls = [
+        ProviderCall("destroy", SB, n * 0.001, n * 0.001, "LeaseError: no" if n % 2 else None)
+        for n in range(40)
+    ]
+    found = only(check_backoff(script.journal, calls=calls), "retries-back-off")
+    assert found.what.startswith(f"{SB}: the provider's destroy() was called again 19 times ")
+    assert found.what.endswith("It last raised LeaseError: no")
+
+
+def test_spaced_or_successful_provider_calls_are_not_a_hot_loop(script: Script) -> None:
+    assert check_backoff(script.journal, calls=provider_calls(20, 0.25)) == []
+    assert check_backoff(script.journal, calls=provider_calls(100, 0.001, error=None)) == []
+    assert only(
+        check_backoff(script.journal, calls=provider_calls(20, 0.25), max_per_second=3),
+        "retries-back-off",
+    )
+
+
+def test_a_hot_loop_the_journal_shows_is_reported_once(script: Script) -> None:
+    for _ in range(30):
+        script.call(RESUME, SB, state="pausing", status=409)
+        script.wait(0.001)
+    calls = provider_calls(30, 0.001)  # the same loop, seen from the provider
+    found = only(check_backoff(script.journal, calls=calls), "retries-back-off")
+    assert found.what.startswith(f"{SB}: POST /v1/sandboxes/{SB}/resume was retried 29 times")
+    assert found.calls == ()
 
 
 # -- resumed after cleanup, or replaced ---------------------------------------------------------
@@ -408,6 +502,13 @@ def test_check_all_runs_every_check_and_keeps_the_final_leases(script: Script) -
     assert [v.check for v in found] == list(CHECKS)
     # SB leaked: resume() handed back NEW, so only NEW is kept.
     assert next(v for v in found if v.check == "no-leaked-sandbox").sandbox == SB
+
+
+def test_an_error_is_shown_by_its_type_and_message_cut_short() -> None:
+    assert text.error_text(RuntimeError("no capacity")) == "RuntimeError: no capacity"
+    assert text.error_text(asyncio.CancelledError()) == "CancelledError"  # no dangling ": "
+    long = text.error_text(RuntimeError("x" * 500))
+    assert (len(long), long[-4:]) == (text.MAX_ERROR_CHARS, "x...")
 
 
 def test_report_and_error_list_violations_then_steps() -> None:

@@ -40,8 +40,9 @@ class GuardlessProvider(LeaseProvider):
 
 class TestMyHost(HostConformance):
     @pytest.fixture
-    def host(self, createos_provider, createos_lease_params):
-        return WithoutShutdown(LeaseHost(createos_provider, **createos_lease_params))
+    def host(self, createos_kit, createos_provider, createos_lease_params):
+        provider = createos_kit.watch(createos_provider)
+        return WithoutShutdown(LeaseHost(provider, **createos_lease_params))
 
 
 class TestMyProvider(ProviderConformance):
