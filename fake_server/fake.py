@@ -35,7 +35,11 @@ from fake_server.shell import CommandHandler, CommandRegistry
 from fake_server.state_faults import StateFaults
 from fake_server.tenants import Tenant, Tenants
 
-__all__ = ["FakeCreateOS"]
+__all__ = ["SERVER_NAME", "FakeCreateOS"]
+
+#: What :meth:`FakeCreateOS.info` (``GET /_fake/info``) answers as ``server``: how a client
+#: tells this fake from any other server at the same address.
+SERVER_NAME = "fake-createos"
 
 
 class FakeCreateOS:
@@ -266,6 +270,22 @@ class FakeCreateOS:
                 "capacity": self.journal.capacity,
                 "dropped": self.journal.dropped,
             },
+        }
+
+    def info(self) -> dict[str, Any]:
+        """Who this is, and the settings a client must know before relying on them: the seed,
+        whether the clock is manual (one clock for every tenant), the fake's own durations.
+
+        Example::
+
+            fake.info()["clock"]["manual"]   # False unless ServerConfig(manual_clock=True)
+        """
+        return {
+            "server": SERVER_NAME,
+            "seed": self.seed,
+            "clock": {"manual": self.clock_is_manual},
+            "transition_ms": self.config.transition_ms,
+            "create_ms": self.config.create_ms,
         }
 
     @property

@@ -1327,6 +1327,25 @@ def _control_paths() -> dict[str, Any]:
                 ),
             )
         },
+        "/_fake/info": {
+            "get": control(
+                "fakeInfo",
+                "Which server answers, and its clock and durations",
+                ok_response(
+                    "Always `server: fake-createos`; the seed, whether the clock is manual, the"
+                    " fake's own transition and create durations.",
+                    obj(
+                        {
+                            "server": const("fake-createos"),
+                            "seed": integer(),
+                            "clock": obj({"manual": boolean()}),
+                            "transition_ms": number(minimum=0),
+                            "create_ms": number(minimum=0),
+                        }
+                    ),
+                ),
+            )
+        },
         "/_fake/reset": {
             "post": control(
                 "fakeReset",

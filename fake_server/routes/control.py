@@ -20,6 +20,10 @@ from fake_server.tenants import Tenant
 from fake_server.validation import parse_json, path_problem, query_int
 
 
+async def info(request: web.Request) -> web.Response:
+    return ok(fake_of(request).info())
+
+
 async def reset(request: web.Request) -> web.Response:
     fake_of(request).reset()
     return ok({"reset": True})
@@ -232,6 +236,7 @@ async def sandbox_marker(request: web.Request) -> web.Response:
 
 
 ROUTES: Routes = (
+    ("GET", "/_fake/info", info),
     ("POST", "/_fake/reset", reset),
     ("GET", "/_fake/state", state),
     ("GET", "/_fake/journal", journal),
