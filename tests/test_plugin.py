@@ -347,3 +347,37 @@ def test_releasing_an_unknown_gate_is_refused_not_created() -> None:
     with pytest.raises(ControlError, match="gate 'nope' not found"):
         channel.release_gate("nope", None)
     assert fake.faults.gates == {}
+
+
+# -- blocking helpers on a running loop -------------------------------------------------------
+
+
+def test_blocking_gate_wait_in_an_async_test_fails_at_once(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+        from pytest_createos.server import BlockingCallError
+
+        async def test_blocking_wait(createos_server):
+            gate = createos_server.faults.gate("create", route="POST /v1/sandboxes")
+            # Once: a 2 s stall of the loop, then "GateTimeout ... 0 request(s) held".
+            with pytest.raises(BlockingCallError, match=r"await gate.async_wait_held\\(1, "):
+                gate.wait_held(1, timeout=2)
+        """
+    )
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_blocking_gate_wait_on_the_fakes_own_loop_fails_at_once() -> None:
+    from pytest_createos.channel import LocalChannel
+    from pytest_createos.server import BlockingCallError, GateHandle
+
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        server.call(server.fake.faults.gate, "g", route="/v1/whoami")
+        gate = GateHandle(LocalChannel(server.fake, server.url, server), "g")
+
+        async def on_the_fakes_loop() -> None:  # e.g. from a registered command's handler
+            gate.wait_held(1, timeout=30)
+
+        with pytest.raises(BlockingCallError, match="running an event loop"):
+            server.run(on_the_fakes_loop(), timeout=5)
