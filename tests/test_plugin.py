@@ -311,8 +311,13 @@ def test_url_option_with_a_control_token(project: pytest.Pytester) -> None:
     with BackgroundServer(FakeCreateOS(config)) as server:
         url = f"--createos-url={server.url}"
         refused = project.runpytest(url)
-        refused.assert_outcomes(errors=1)
-        refused.stdout.fnmatch_lines(["*HTTP 403*control token*"])
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR  # once for the session, not per test
+        refused.stderr.fnmatch_lines(
+            [
+                "ERROR: --createos-url *HTTP 403*control token*give its --control-token as "
+                "--createos-control-token"
+            ]
+        )
         project.runpytest(url, "--createos-control-token=t0ken").assert_outcomes(passed=1)
         assert server.call(lambda: server.fake.faults.rules) == []
 
@@ -349,6 +354,184 @@ def test_releasing_an_unknown_gate_is_refused_not_created() -> None:
     assert fake.faults.gates == {}
 
 
+# -- the marker's durations, per tenant, in process and on a shared fake --------------------
+
+TIMED_TESTS = """
+import pytest
+from helpers import call, create
+
+@pytest.mark.createos(transition_ms=0)
+def test_instant_transitions(createos_server):
+    sandbox = create(createos_server)
+    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+    assert paused["data"]["status"] == "paused"
+    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+
+@pytest.mark.createos(create_ms=60_000, leak_check=False)
+def test_slow_create(createos_server):
+    status, body = call(createos_server, "POST", "/v1/sandboxes", {"shape": "s-1vcpu-1gb"})
+    assert body["data"]["status"] == "creating"
+
+def test_the_fakes_own_durations(createos_server):
+    sandbox = create(createos_server)
+    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+    assert paused["data"]["status"] == "pausing"
+    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+"""
+
+
+def test_marker_durations_apply_in_process(project: pytest.Pytester) -> None:
+    project.makepyfile(TIMED_TESTS)
+    project.runpytest("-p", "no:randomly").assert_outcomes(passed=3)
+
+
+def test_marker_durations_apply_per_tenant_on_a_shared_fake(project: pytest.Pytester) -> None:
+    # Once silently ignored there: 'pausing' == 'paused'. The shared fake's own transitions are
+    # long, so only the tenant's own durations can make the first test pass.
+    project.makepyfile(TIMED_TESTS)
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=60_000))) as server:
+        url = f"--createos-url={server.url}"
+        project.runpytest(url, "-p", "no:randomly").assert_outcomes(passed=3)
+        tenants = server.call(lambda: [tenant.durations for tenant in server.fake.tenants])
+    assert tenants == []  # each test's tenant, durations and all, went with it
+
+
+MANUAL_CLOCK_TEST = """
+import pytest
+from helpers import call, create
+
+@pytest.mark.createos(manual_clock=True, transition_ms=1000)
+def test_clock(createos_server):
+    sandbox = create(createos_server)
+    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+    assert paused["data"]["status"] == "pausing"
+    createos_server.clock.advance(1)
+    assert createos_server.state[0]["status"] == "paused"
+    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+    createos_server.clock.advance(1)
+"""
+
+
+def test_manual_clock_on_a_real_clock_fake_is_one_setup_error(project: pytest.Pytester) -> None:
+    project.makepyfile(MANUAL_CLOCK_TEST)
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        result = project.runpytest(f"--createos-url={server.url}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*@pytest.mark.createos(manual_clock=True) needs the in-process fake, or a server "
+            "started with `fake-createos serve --manual-clock`: the fake at http://127.0.0.1:* "
+            "runs on the real clock*"
+        ]
+    )
+    assert "plugin.py" not in result.stdout.str()  # the message alone, no traceback
+
+
+def test_manual_clock_on_a_manual_clock_fake_uses_its_shared_clock(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(MANUAL_CLOCK_TEST)
+    with BackgroundServer(FakeCreateOS(ServerConfig(manual_clock=True))) as server:
+        project.runpytest(f"--createos-url={server.url}").assert_outcomes(passed=1)
+        assert server.call(lambda: server.fake.clock.now()) == 2.0  # the test moved it
+
+
+# -- marker input errors: one short error naming the argument ---------------------------------
+
+BAD_MARKERS = {
+    "dict_faults": (
+        'faults={"match": {}, "action": {"type": "reset"}}',
+        "*createos(faults={*}): must be a list of rules (got dict), e.g. *",
+    ),
+    "typo_in_faults": (
+        'faults=[{"match": {"route": "GET /v1/whoami"}, "action": {"type": "eror"}}]',
+        "*createos(faults=*): rule 0: action.type 'eror' is unknown; use one of latency, *",
+    ),
+    "negative_transition": ("transition_ms=-5", "*createos(transition_ms=-5): must not be neg*"),
+    "nan_create": ('create_ms=float("nan")', "*createos(create_ms=nan): must be finite*"),
+    "string_latency": (
+        'latency_ms="5"',
+        "*createos(latency_ms='5'): must be a number of milliseconds*",
+    ),
+    "negative_seed": ("seed=-1", "*createos(seed=-1): must not be negative*"),
+    "manual_clock_text": ('manual_clock="yes"', "*(manual_clock='yes'): must be True or False*"),
+    "leak_mode": ('leak_check="never"', "*(leak_check='never'): must be True, False or one of*"),
+    "unknown_keyword": ("latency=5", "*@pytest.mark.createos has no option 'latency' (options:*"),
+    "positional": ("5", "*@pytest.mark.createos takes keywords only, not 5*"),
+    # Each rule passes alone; only the fault engine, adding them together, refuses the pair.
+    "duplicate_rule_ids": (
+        'faults=[{"id": "r", "action": {"type": "reset"}}, '
+        '{"id": "r", "action": {"type": "hang"}}]',
+        "*createos(faults=...): a rule with id 'r' exists already*",
+    ),
+}
+
+
+def test_every_marker_problem_is_one_short_error_naming_the_argument(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        "import pytest\n"
+        + "".join(
+            f"\n@pytest.mark.createos({marker})\ndef test_{name}(createos_server):\n    pass\n"
+            for name, (marker, _) in BAD_MARKERS.items()
+        )
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(errors=len(BAD_MARKERS))
+    for name, (_, line) in BAD_MARKERS.items():
+        result.stdout.fnmatch_lines([f"*ERROR at setup of test_{name}*", f"test_*::{line}"])
+    output = result.stdout.str()
+    assert "Traceback" not in output
+    assert "plugin.py" not in output
+    assert "During handling" not in output
+
+
+def test_good_marker_values_are_accepted(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(seed=0, latency_ms=0.5, faults=(), transition_ms=0, create_ms=0,
+                              manual_clock=False, leak_check="warn")
+        def test_all(createos_server):
+            assert createos_server.seed == 0
+
+        @pytest.mark.createos(seed=None, transition_ms=None, leak_check=None)
+        def test_nones_are_defaults(createos_server):
+            pass
+        """
+    )
+    project.runpytest().assert_outcomes(passed=2)
+
+
+def test_a_marker_on_a_test_without_the_fixtures_warns(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(transition_ms=0)
+        def test_forgot_the_fixture():
+            pass
+
+        @pytest.mark.createos(transition_ms=0)
+        def test_through_a_shortcut(createos_journal):
+            pass
+        """
+    )
+    marker_warning = "pytest_createos.plugin.CreateosMarkerWarning"
+    warned = project.runpytest("-p", "no:randomly", "-W", f"default::{marker_warning}")
+    warned.assert_outcomes(passed=2, warnings=1)
+    warned.stdout.fnmatch_lines(
+        [
+            "*_warns.py:3: CreateosMarkerWarning: *test_forgot_the_fixture is marked "
+            "@pytest.mark.createos but uses none of createos_server, createos_aiohttp_server*"
+        ]
+    )
+    strict = project.runpytest("-W", f"error::{marker_warning}")
+    strict.assert_outcomes(passed=1, errors=1)
+
+
 # -- blocking helpers on a running loop -------------------------------------------------------
 
 
@@ -381,3 +564,68 @@ def test_blocking_gate_wait_on_the_fakes_own_loop_fails_at_once() -> None:
 
         with pytest.raises(BlockingCallError, match="running an event loop"):
             server.run(on_the_fakes_loop(), timeout=5)
+
+
+# -- --createos-url checked once per session ---------------------------------------------------
+
+
+def test_an_unreachable_url_is_one_session_error(project: pytest.Pytester) -> None:
+    import socket
+
+    project.makepyfile("def test_a(createos_server): pass\ndef test_b(createos_server): pass\n")
+    with socket.socket() as bound:  # bound but not listening: connections are refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}"
+        result = project.runpytest(f"--createos-url={url}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --createos-url: cannot reach the fake at {url}: *refused*. Start the fake "
+            "with `fake-createos serve` (it prints its URL), or drop --createos-url *"
+        ]
+    )
+    assert "test_a" not in result.stdout.str()  # no test ran
+
+
+def test_a_url_with_a_path_is_told_to_give_the_root(project: pytest.Pytester) -> None:
+    project.makepyfile("def test_a(createos_server): pass\n")
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        result = project.runpytest(f"--createos-url={server.url}/v1/")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --createos-url must be the fake's root URL, e.g. {server.url}, "
+            f"not {server.url}/v1 *"
+        ]
+    )
+
+
+def test_a_server_that_is_not_the_fake_is_named_so(project: pytest.Pytester) -> None:
+    import http.server
+    import threading
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b'{"status": "success", "data": {"server": "something-else"}}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    project.makepyfile("def test_a(createos_server): pass\n")
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other) as other:
+        thread = threading.Thread(target=other.serve_forever)
+        thread.start()
+        try:
+            url = f"http://127.0.0.1:{other.server_address[1]}"
+            result = project.runpytest(f"--createos-url={url}")
+        finally:
+            other.shutdown()
+            thread.join()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --createos-url {url} answers, but not as fake-createos does*"]
+    )
