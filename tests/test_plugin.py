@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import re
+import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -482,8 +486,8 @@ def test_every_marker_problem_is_one_short_error_naming_the_argument(
     for name, (_, line) in BAD_MARKERS.items():
         result.stdout.fnmatch_lines([f"*ERROR at setup of test_{name}*", f"test_*::{line}"])
     output = result.stdout.str()
-    assert "Traceback" not in output
-    assert "plugin.py" not in output
+    assert "plugin.py" not in output  # the messages alone, no traceback
+    assert "_marker.py" not in output
     assert "During handling" not in output
 
 
@@ -600,32 +604,57 @@ def test_a_url_with_a_path_is_told_to_give_the_root(project: pytest.Pytester) ->
     )
 
 
-def test_a_server_that_is_not_the_fake_is_named_so(project: pytest.Pytester) -> None:
-    import http.server
-    import threading
+@contextlib.contextmanager
+def _stub_server(answer: Callable[[str, str], tuple[int, bytes]]) -> Iterator[str]:
+    """A plain HTTP server answering ``answer(method, path) -> (status, body)``; yields its
+    URL."""
 
-    class Other(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b'{"status": "success", "data": {"server": "something-else"}}'
-            self.send_response(200)
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            status, body = answer(self.command, self.path)
+            self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
+
         def log_message(self, *args: object) -> None:
             pass
 
-    project.makepyfile("def test_a(createos_server): pass\n")
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other) as other:
-        thread = threading.Thread(target=other.serve_forever)
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler) as server:
+        thread = threading.Thread(target=server.serve_forever)
         thread.start()
         try:
-            url = f"http://127.0.0.1:{other.server_address[1]}"
-            result = project.runpytest(f"--createos-url={url}")
+            yield f"http://127.0.0.1:{server.server_address[1]}"
         finally:
-            other.shutdown()
+            server.shutdown()
             thread.join()
+
+
+def test_a_server_that_is_not_the_fake_is_named_so(project: pytest.Pytester) -> None:
+    project.makepyfile("def test_a(createos_server): pass\n")
+    other = b'{"status": "success", "data": {"server": "something-else"}}'
+    with _stub_server(lambda method, path: (200, other)) as url:
+        result = project.runpytest(f"--createos-url={url}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [f"ERROR: --createos-url {url} answers, but not as fake-createos does*"]
     )
+
+
+def test_a_fake_that_fails_after_the_check_is_one_short_error_per_test(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile("def test_a(createos_server): pass\n")
+    info = b'{"status": "success", "data": {"server": "fake-createos"}}'
+    down = b'{"status": "error", "message": "down for maintenance", "code": 503}'
+
+    def answer(method: str, path: str) -> tuple[int, bytes]:
+        return (200, info) if path == "/_fake/info" else (503, down)
+
+    with _stub_server(answer) as url:
+        result = project.runpytest(f"--createos-url={url}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["createos: GET /_fake/faults: HTTP 503: down for maintenance"])
+    assert "channel.py" not in result.stdout.str()  # the message alone, no traceback
