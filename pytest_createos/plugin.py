@@ -310,7 +310,10 @@ def createos_server(
     Type: :class:`pytest_createos.server.CreateosServer` — ``.url``, ``.api_key``, ``.faults``,
     ``.journal``, ``.clock``, ``.state``, ``.seed``.
     Works from sync and async tests (the server runs in a background thread). Configure it with
-    ``@pytest.mark.createos(...)``; with ``--createos-url`` it uses that server instead.
+    ``@pytest.mark.createos(...)``; with ``--createos-url`` it uses that server instead. The
+    marker's ``transition_ms`` and ``create_ms`` are the test's tenant's own on either, so a test
+    times the same in process and on a shared fake; ``manual_clock=True`` there needs a fake
+    started with ``--manual-clock`` (whose one clock every test using it shares).
 
     Example::
 

@@ -223,7 +223,8 @@ class TenantJournal:
 
 
 class TenantClock:
-    """The fake's clock as a test sees it.
+    """The fake's clock as a test sees it: the fake has one clock for all its tenants, so on a
+    shared ``--manual-clock`` fake, :meth:`advance` moves every test's timers.
 
     Example::
 
