@@ -10,7 +10,7 @@ Example::
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +104,7 @@ def _leak_mode(value: object) -> str:
 def _fault_rules(value: object) -> list[dict[str, Any]]:
     """A list of rules, each checked by the fault engine itself (so the marker says what the
     control API would)."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+    if not isinstance(value, (list, tuple)):  # a dict (one rule) or a string is not a list
         raise TypeError(
             f"must be a list of rules (got {type(value).__name__}), "
             'e.g. [{"match": {"route": "GET /v1/whoami"}, "action": {"type": "error", '

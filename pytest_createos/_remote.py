@@ -15,7 +15,7 @@ from fake_server.errors import CONTROL_TOKEN_REQUIRED
 from fake_server.fake import SERVER_NAME
 from pytest_createos.channel import ControlError, HttpChannel
 
-__all__ = ["MANUAL_CLOCK_REMOTE", "remote_problem", "require_manual_clock"]
+__all__ = ["MANUAL_CLOCK_REMOTE", "manual_clock_problem", "remote_problem"]
 
 #: ``manual_clock=True`` against a ``--createos-url`` fake on the real clock.
 MANUAL_CLOCK_REMOTE = (
@@ -67,7 +67,7 @@ def remote_problem(url: str, control_token: str | None) -> str | None:
     return None
 
 
-def require_manual_clock(channel: HttpChannel) -> str | None:
+def manual_clock_problem(channel: HttpChannel) -> str | None:
     """Why a test cannot have ``manual_clock=True`` on this shared fake; ``None`` if it can.
 
     A fake has one clock for every tenant (its timers, latency and journal all read it), so a
@@ -76,7 +76,7 @@ def require_manual_clock(channel: HttpChannel) -> str | None:
 
     Example::
 
-        require_manual_clock(HttpChannel("http://127.0.0.1:8080"))  # None if --manual-clock
+        manual_clock_problem(HttpChannel("http://127.0.0.1:8080"))  # None if --manual-clock
     """
     if channel.info()["clock"]["manual"]:
         return None

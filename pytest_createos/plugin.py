@@ -19,7 +19,7 @@ import pytest_asyncio
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
 from pytest_createos._marker import LEAK_MODES, MarkerError, MarkerOptions
-from pytest_createos._remote import remote_problem, require_manual_clock
+from pytest_createos._remote import manual_clock_problem, remote_problem
 from pytest_createos.channel import (
     ControlChannel,
     ControlError,
@@ -330,7 +330,7 @@ def createos_server(
         channel: ControlChannel
         if url is not None:
             channel = HttpChannel(url, control_token=settings.control_token)
-            problem = require_manual_clock(channel) if options.manual_clock else None
+            problem = manual_clock_problem(channel) if options.manual_clock else None
             if problem is not None:
                 _setup_error(problem)
         elif options.manual_clock:
