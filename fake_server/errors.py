@@ -22,6 +22,9 @@ CONTROL_HOST_REFUSED = (
 )
 CONTROL_ORIGIN_REFUSED = "the control API does not answer web pages from other origins"
 CONTROL_TOKEN_REQUIRED = "the control API needs this fake's control token in X-Control-Token"
+#: Per-tenant settings are changed only by a caller that holds the tenant's key.
+CONTROL_TENANT_KEY = "name your own tenant with its API key in X-Api-Key"
+TENANT_NOT_FOUND = "tenant not found"
 
 # Request bodies and parameters
 INVALID_JSON = "request body must be valid JSON"

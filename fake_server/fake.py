@@ -25,7 +25,7 @@ from fake_server.errors import ApiError
 from fake_server.faults import FaultEngine
 from fake_server.identifiers import Identifiers
 from fake_server.journal import Entry, Journal
-from fake_server.lifecycle import Lifecycle, TransitionEvent
+from fake_server.lifecycle import Durations, Lifecycle, TransitionEvent, check_duration_ms
 from fake_server.network import Responder
 from fake_server.processes import ManagedProcess
 from fake_server.runtime import Runtime
@@ -35,7 +35,11 @@ from fake_server.shell import CommandHandler, CommandRegistry
 from fake_server.state_faults import StateFaults
 from fake_server.tenants import Tenant, Tenants
 
-__all__ = ["FakeCreateOS"]
+__all__ = ["SERVER_NAME", "FakeCreateOS"]
+
+#: What :meth:`FakeCreateOS.info` (``GET /_fake/info``) answers as ``server``: how a client
+#: tells this fake from any other server at the same address.
+SERVER_NAME = "fake-createos"
 
 
 class FakeCreateOS:
@@ -57,7 +61,10 @@ class FakeCreateOS:
         self.commands = CommandRegistry()
         self.tenants = Tenants(self.ids, strict=config.strict)
         self.lifecycle = Lifecycle(
-            self.clock, config.durations(), on_event=self._journal_transition
+            self.clock,
+            config.durations(),
+            on_event=self._journal_transition,
+            tenant_durations=self._durations_of_tenant,
         )
         self.runtime = Runtime(
             self.clock,
@@ -133,6 +140,46 @@ class FakeCreateOS:
         """Forget a tenant and stop everything its sandboxes were doing."""
         self.sandboxes.forget_tenant(self.tenants.resolve(api_key))
         self.tenants.forget(api_key)
+
+    def set_durations(
+        self,
+        api_key: str,
+        *,
+        transition_ms: float | None = None,
+        create_ms: float | None = None,
+    ) -> Durations:
+        """Give one tenant its own transition (pause, resume, fork, delete) and create durations;
+        ``None`` keeps the fake's. Replaces what the tenant had; transitions its sandboxes start
+        from now on take them. Returns the tenant's durations now in force.
+
+        ``ValueError`` for a value :func:`~fake_server.lifecycle.check_duration_ms` refuses,
+        ``ApiError(404)`` for a key no tenant has.
+
+        Example::
+
+            key = fake.create_tenant()
+            fake.set_durations(key, transition_ms=0)  # this tenant's pauses finish at once
+        """
+        changes: dict[str, float] = {}
+        for name, ms in (("transition_ms", transition_ms), ("create_ms", create_ms)):
+            if ms is not None:
+                try:
+                    changes[name] = check_duration_ms(ms)
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
+        tenant = self.tenants.get(api_key)
+        if tenant is None:
+            raise ApiError(404, errors.TENANT_NOT_FOUND)
+        tenant.durations = self.config.with_changes(**changes).durations() if changes else None
+        return self.durations_of(tenant)
+
+    def durations_of(self, tenant: Tenant) -> Durations:
+        """The durations a tenant's sandboxes take: its own, or the fake's."""
+        return tenant.durations or self.lifecycle.durations
+
+    def _durations_of_tenant(self, tenant_id: str) -> Durations | None:
+        tenant = self.tenants.by_id(tenant_id)
+        return None if tenant is None else tenant.durations
 
     def register_command(self, name: str, handler: CommandHandler) -> None:
         """Add a command to every sandbox's shell, e.g. a fake ``python3`` that streams output.
@@ -223,6 +270,22 @@ class FakeCreateOS:
                 "capacity": self.journal.capacity,
                 "dropped": self.journal.dropped,
             },
+        }
+
+    def info(self) -> dict[str, Any]:
+        """Who this is, and the settings a client must know before relying on them: the seed,
+        whether the clock is manual (one clock for every tenant), the fake's own durations.
+
+        Example::
+
+            fake.info()["clock"]["manual"]   # False unless ServerConfig(manual_clock=True)
+        """
+        return {
+            "server": SERVER_NAME,
+            "seed": self.seed,
+            "clock": {"manual": self.clock_is_manual},
+            "transition_ms": self.config.transition_ms,
+            "create_ms": self.config.create_ms,
         }
 
     @property

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,12 +32,18 @@ if TYPE_CHECKING:
     from fake_server.sandbox import Sandbox
 
 __all__ = [
+    "MAX_DURATION_MS",
     "TERMINAL",
     "Durations",
     "Lifecycle",
     "Status",
     "TransitionEvent",
+    "check_duration_ms",
 ]
+
+#: The longest transition or create a tenant may ask for: far more than any test needs, yet a
+#: slip (seconds typed as milliseconds) cannot park a shared server's sandboxes for days.
+MAX_DURATION_MS = 3_600_000.0
 
 
 class Status(str, enum.Enum):
@@ -91,6 +98,29 @@ class Durations:
         return cls(create=create, pause=seconds, resume=seconds, fork=seconds, destroy=seconds)
 
 
+def check_duration_ms(value: object) -> float:
+    """``value`` as a duration in milliseconds, or ``ValueError`` saying what is wrong with it
+    (not a number, not finite, negative, above :data:`MAX_DURATION_MS`); callers name the field.
+
+    Example:
+        >>> check_duration_ms(0)
+        0.0
+        >>> check_duration_ms(-5)
+        Traceback (most recent call last):
+        ...
+        ValueError: must not be negative (got -5)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number of milliseconds (got {value!r})")
+    if not math.isfinite(value):
+        raise ValueError(f"must be finite (got {value!r})")
+    if value < 0:
+        raise ValueError(f"must not be negative (got {value!r})")
+    if value > MAX_DURATION_MS:
+        raise ValueError(f"must be at most {MAX_DURATION_MS:.0f}, one hour (got {value!r})")
+    return float(value)
+
+
 @dataclass(frozen=True, slots=True)
 class TransitionEvent:
     """A status change, reported to the lifecycle's listener (the journal)."""
@@ -116,7 +146,11 @@ class PendingTransition:
 
 
 class Lifecycle:
-    """Drives sandboxes through their statuses on a clock, and refuses illegal operations."""
+    """Drives sandboxes through their statuses on a clock, and refuses illegal operations.
+
+    ``durations`` are the fake's; ``tenant_durations(tenant_id)`` may give a tenant its own
+    (``None``: the fake's), so tests sharing one fake each keep the timing they asked for.
+    """
 
     def __init__(
         self,
@@ -124,9 +158,11 @@ class Lifecycle:
         durations: Durations,
         *,
         on_event: Callable[[TransitionEvent], None] = lambda event: None,
+        tenant_durations: Callable[[str], Durations | None] = lambda tenant_id: None,
     ) -> None:
         self.clock = clock
         self.durations = durations
+        self._tenant_durations = tenant_durations
         self._on_event = on_event
         self._on_enter: list[Callable[[Sandbox, Status], None]] = []
         #: State faults armed for a sandbox's next transition: sandbox id -> (stuck, outcome).
@@ -137,32 +173,36 @@ class Lifecycle:
         processes when it leaves ``running``)."""
         self._on_enter.append(hook)
 
+    def durations_for(self, sandbox: Sandbox) -> Durations:
+        """The durations of the sandbox's tenant, or the fake's when it has none of its own."""
+        return self._tenant_durations(sandbox.tenant) or self.durations
+
     # -- operations -------------------------------------------------------------------------
 
     def create(self, sandbox: Sandbox) -> None:
         """Start a new sandbox: ``creating``, then ``running``."""
         self._set(sandbox, Status.CREATING, "create", initial=True)
-        self._begin(sandbox, Status.RUNNING, "create", self.durations.create)
+        self._begin(sandbox, Status.RUNNING, "create", self.durations_for(sandbox).create)
 
     def fork(self, child: Sandbox, *, start_paused: bool) -> None:
         """Start a fork: ``forking``, then ``running`` (or ``paused`` with ``start_paused``)."""
         self._set(child, Status.FORKING, "fork", initial=True)
         target = Status.PAUSED if start_paused else Status.RUNNING
-        self._begin(child, target, "fork", self.durations.fork)
+        self._begin(child, target, "fork", self.durations_for(child).fork)
 
     def pause(self, sandbox: Sandbox, *, cause: str = "pause") -> None:
         """``running → pausing → paused``; 409 from any other status."""
         if sandbox.status is not Status.RUNNING:
             raise ApiError.conflict(errors.CANNOT_PAUSE, sandbox.status.value)
         self._set(sandbox, Status.PAUSING, cause)
-        self._begin(sandbox, Status.PAUSED, cause, self.durations.pause)
+        self._begin(sandbox, Status.PAUSED, cause, self.durations_for(sandbox).pause)
 
     def resume(self, sandbox: Sandbox) -> None:
         """``paused|error → resuming → running``; 409 from any other status."""
         if sandbox.status not in (Status.PAUSED, Status.ERROR):
             raise ApiError.conflict(errors.CANNOT_RESUME, sandbox.status.value)
         self._set(sandbox, Status.RESUMING, "resume")
-        self._begin(sandbox, Status.RUNNING, "resume", self.durations.resume)
+        self._begin(sandbox, Status.RUNNING, "resume", self.durations_for(sandbox).resume)
 
     def destroy(self, sandbox: Sandbox, *, cause: str = "delete") -> None:
         """Any live status ``→ destroying → destroyed``; a terminal sandbox stays as it is
@@ -171,7 +211,7 @@ class Lifecycle:
             return
         self._cancel_pending(sandbox)
         self._set(sandbox, Status.DESTROYING, cause)
-        self._begin(sandbox, Status.DESTROYED, cause, self.durations.destroy)
+        self._begin(sandbox, Status.DESTROYED, cause, self.durations_for(sandbox).destroy)
 
     def check_fork_source(self, sandbox: Sandbox) -> None:
         """Only a paused sandbox can be forked."""

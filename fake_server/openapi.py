@@ -27,7 +27,7 @@ from typing import Any
 from fake_server.catalog import DEFAULT_REGION, ROOTFS, SHAPES
 from fake_server.faults import ACTION_EFFECTS, ACTION_TYPES
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
-from fake_server.lifecycle import Status
+from fake_server.lifecycle import MAX_DURATION_MS, Status
 from fake_server.processes import ALLOWED_SIGNALS, ProcessState
 from fake_server.sandboxes import AUTO_PAUSE_MAX, AUTO_PAUSE_MIN, LIST_DEFAULT, LIST_MAX, NAME_MAX
 from fake_server.validation import ENV_NAME, PATH_FORBIDDEN
@@ -1260,6 +1260,42 @@ def _process_paths() -> dict[str, Any]:
     }
 
 
+def _tenant_durations_path() -> dict[str, Any]:
+    """The caller's own tenant's durations: named by its key, so unlike the rest of the control
+    API these operations need ``X-Api-Key`` (401 without one, 404 for a key never registered)."""
+    answer = ok_response(
+        "The tenant's durations in force and whether they are its own.",
+        obj(
+            {
+                "tenant": string(),
+                "own": boolean(),
+                "transition_ms": number(minimum=0),
+                "create_ms": number(minimum=0),
+            }
+        ),
+    )
+    duration = nullable(number(minimum=0, maximum=MAX_DURATION_MS))
+    return {
+        "get": operation(
+            "fakeTenantDurations",
+            "The caller's tenant's transition and create durations",
+            tag=_CONTROL,
+            ok=answer,
+            errors=(403, 404),
+        ),
+        "put": operation(
+            "fakeSetTenantDurations",
+            "Give the caller's tenant its own transition and create durations",
+            tag=_CONTROL,
+            ok=answer,
+            description="Replaces the tenant's durations; an absent or null field keeps the "
+            "fake's. Transitions started from then on take them; they go with the tenant.",
+            errors=(*_BODY_ERRORS, 403, 404),
+            body=json_body(obj({}, {"transition_ms": duration, "create_ms": duration})),
+        ),
+    }
+
+
 def _control_paths() -> dict[str, Any]:
     def control(
         operation_id: str,
@@ -1289,6 +1325,25 @@ def _control_paths() -> dict[str, Any]:
                 ok_response(
                     "One self-contained HTML page over the control API.",
                     content={"text/html": {"schema": string()}},
+                ),
+            )
+        },
+        "/_fake/info": {
+            "get": control(
+                "fakeInfo",
+                "Which server answers, and its clock and durations",
+                ok_response(
+                    "Always `server: fake-createos`; the seed, whether the clock is manual, the"
+                    " fake's own transition and create durations.",
+                    obj(
+                        {
+                            "server": const("fake-createos"),
+                            "seed": integer(),
+                            "clock": obj({"manual": boolean()}),
+                            "transition_ms": number(minimum=0),
+                            "create_ms": number(minimum=0),
+                        }
+                    ),
                 ),
             )
         },
@@ -1383,6 +1438,7 @@ def _control_paths() -> dict[str, Any]:
                 body=json_body(obj({"seed": integer(minimum=0)}), required=True),
             )
         },
+        "/_fake/tenant/durations": _tenant_durations_path(),
         "/_fake/clock/advance": {
             "post": control(
                 "fakeAdvanceClock",

@@ -114,7 +114,14 @@ class BackgroundServer:
         return self
 
     def run(self, coroutine: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
-        """Run a coroutine on the server's loop and return its result."""
+        """Run a coroutine on the server's loop and return its result (from another thread:
+        on the server's own loop, where it would wait for itself forever, ``RuntimeError``)."""
+        if self._on_loop_thread():
+            coroutine.close()  # never awaited: close it, or Python warns about it
+            raise RuntimeError(
+                "BackgroundServer.run() was called on the server's own loop, which would wait "
+                "for itself forever; await the coroutine there instead"
+            )
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
     def call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.identifiers import Identifiers
-from fake_server.lifecycle import Status
+from fake_server.lifecycle import Durations, Status
 from fake_server.sandbox import Sandbox
 
 __all__ = ["Tenant", "Tenants"]
@@ -35,6 +35,9 @@ class Tenant:
     by_ip: dict[str, str] = field(default_factory=dict)
     #: Destroyed sandboxes still readable, oldest first (an ordered set of ids).
     destroyed: dict[str, None] = field(default_factory=dict)
+    #: This tenant's own transition and create durations (``None``: the fake's). They go with
+    #: the tenant, so a test's timing never reaches another test sharing the fake.
+    durations: Durations | None = None
 
     def get(self, sandbox_id: str) -> Sandbox:
         """The sandbox, or 404 (also for another tenant's id: existence is not disclosed)."""
@@ -91,9 +94,9 @@ class Tenants:
         self._ids = ids
         self.strict = strict
         self._by_key: dict[str, Tenant] = {}
-        #: The ids of registered tenants: a fresh id never repeats a live one, even after a
-        #: reseed starts the id sequence again.
-        self._live_ids: set[str] = set()
+        #: Registered tenants by id: a fresh id never repeats a live one, even after a reseed
+        #: starts the id sequence again.
+        self._by_id: dict[str, Tenant] = {}
         #: Called with each tenant an unknown key makes (the fake drops idle ones then).
         self.on_implicit: Callable[[Tenant], object] = lambda tenant: None
 
@@ -102,11 +105,11 @@ class Tenants:
         tenant = self._by_key.get(api_key)
         if tenant is None:
             tenant_id = self._ids.tenant_id()
-            while tenant_id in self._live_ids:
+            while tenant_id in self._by_id:
                 tenant_id = self._ids.tenant_id()
             tenant = Tenant(tenant_id, implicit=implicit)
             self._by_key[api_key] = tenant
-            self._live_ids.add(tenant_id)
+            self._by_id[tenant_id] = tenant
         elif not implicit:
             tenant.implicit = False  # registered on purpose now: it stays
         return tenant
@@ -132,11 +135,20 @@ class Tenants:
             self.on_implicit(tenant)
         return tenant
 
+    def get(self, api_key: str) -> Tenant | None:
+        """The tenant of a known key, without making one (the control API names tenants by
+        key and must not register what it is handed)."""
+        return self._by_key.get(api_key)
+
+    def by_id(self, tenant_id: str) -> Tenant | None:
+        """The tenant with this id, if it is still registered."""
+        return self._by_id.get(tenant_id)
+
     def forget(self, api_key: str) -> None:
         """Drop a tenant and everything in it (the plugin does this after each test)."""
         tenant = self._by_key.pop(api_key, None)
         if tenant is not None:
-            self._live_ids.discard(tenant.id)
+            del self._by_id[tenant.id]
 
     def keys_of(self, doomed: Callable[[Tenant], bool]) -> list[str]:
         """The keys whose tenants ``doomed`` picks (to drop them)."""
@@ -150,4 +162,4 @@ class Tenants:
 
     def clear(self) -> None:
         self._by_key.clear()
-        self._live_ids.clear()
+        self._by_id.clear()

@@ -34,7 +34,15 @@ _T = TypeVar("_T")
 
 
 class ControlError(RuntimeError):
-    """A control call the fake refused (bad rule, unknown gate...)."""
+    """A control call the fake refused (bad rule, unknown gate...), or that reached no fake.
+
+    ``status`` is the HTTP status of a refusal over HTTP; ``None`` when nothing answered, or
+    when the fake is in this process.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ControlChannel(Protocol):
@@ -72,6 +80,16 @@ class ControlChannel(Protocol):
         ...
 
     def advance(self, seconds: float) -> None: ...
+
+    def info(self) -> dict[str, Any]:
+        """Who answers and how it runs (:meth:`fake_server.FakeCreateOS.info`)."""
+        ...
+
+    def set_durations(
+        self, api_key: str, *, transition_ms: float | None, create_ms: float | None
+    ) -> None:
+        """Give one tenant its own durations (``None``: the fake's)."""
+        ...
 
     def state(self, tenant_id: str | None = None) -> dict[str, Any]: ...
 
@@ -238,6 +256,18 @@ class LocalChannel:
     def state(self, tenant_id: str | None = None) -> dict[str, Any]:
         return self._call(self.fake.state, tenant_id)
 
+    def info(self) -> dict[str, Any]:
+        return self._call(self.fake.info)
+
+    def set_durations(
+        self, api_key: str, *, transition_ms: float | None, create_ms: float | None
+    ) -> None:
+        self._call(
+            lambda: self.fake.set_durations(
+                api_key, transition_ms=transition_ms, create_ms=create_ms
+            )
+        )
+
     def open_test(self, seed: int) -> TestTenant:
         # One hop to the server's loop for the whole set-up: it is on every test's path.
         return self._call(open_test, self._direct(), seed)
@@ -282,25 +312,31 @@ class HttpChannel:
         if control_token is not None:
             self._headers[CONTROL_TOKEN_HEADER] = control_token
 
-    def _request(self, method: str, path: str, body: Any = None) -> Any:
+    def _request(
+        self, method: str, path: str, body: Any = None, *, api_key: str | None = None
+    ) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.url + path,
-            data=data,
-            method=method,
-            headers=self._headers,
-        )
+        headers = self._headers if api_key is None else {**self._headers, "X-Api-Key": api_key}
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.loads(response.read())["data"]
         except urllib.error.HTTPError as exc:
             try:
                 message = json.loads(exc.read()).get("message", exc.reason)
-            except ValueError:
+            except (ValueError, AttributeError):  # not JSON, or JSON but not the envelope
                 message = exc.reason
-            raise ControlError(f"{method} {path}: HTTP {exc.code}: {message}") from None
+            raise ControlError(
+                f"{method} {path}: HTTP {exc.code}: {message}", status=exc.code
+            ) from None
         except urllib.error.URLError as exc:
             raise ControlError(f"cannot reach the fake at {self.url}: {exc.reason}") from None
+        except OSError as exc:  # a timeout or a reset while reading the answer
+            raise ControlError(f"cannot reach the fake at {self.url}: {exc}") from None
+        except (ValueError, KeyError, TypeError):  # answered, but not with the fake's envelope
+            raise ControlError(
+                f"{method} {path}: the answer is not the fake's JSON envelope", status=200
+            ) from None
 
     def new_tenant(self) -> tuple[str, str]:
         data = self._request("POST", "/_fake/tenants", {})
@@ -357,6 +393,18 @@ class HttpChannel:
 
     def advance(self, seconds: float) -> None:
         self._request("POST", "/_fake/clock/advance", {"seconds": seconds})
+
+    def info(self) -> dict[str, Any]:
+        data = self._request("GET", "/_fake/info")
+        if not isinstance(data, dict):  # some other server's envelope
+            raise ControlError("GET /_fake/info: the answer is not the fake's", status=200)
+        return data
+
+    def set_durations(
+        self, api_key: str, *, transition_ms: float | None, create_ms: float | None
+    ) -> None:
+        body = {"transition_ms": transition_ms, "create_ms": create_ms}
+        self._request("PUT", "/_fake/tenant/durations", body, api_key=api_key)
 
     def state(self, tenant_id: str | None = None) -> dict[str, Any]:
         query = f"?tenant={tenant_id}" if tenant_id else ""

@@ -11,22 +11,26 @@ import warnings
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 import pytest
 import pytest_asyncio
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
-from pytest_createos.channel import ControlChannel, HttpChannel, LocalChannel, TestTenant
+from pytest_createos._marker import LEAK_MODES, MarkerError, MarkerOptions
+from pytest_createos._remote import manual_clock_problem, remote_problem
+from pytest_createos.channel import (
+    ControlChannel,
+    ControlError,
+    HttpChannel,
+    LocalChannel,
+    TestTenant,
+)
 from pytest_createos.server import CreateosServer
 
-__all__ = ["CreateosLeakWarning"]
+__all__ = ["CreateosLeakWarning", "CreateosMarkerWarning"]
 
-MARKER_ARGS = frozenset(
-    {"seed", "latency_ms", "faults", "transition_ms", "create_ms", "manual_clock", "leak_check"}
-)
-LEAK_MODES = ("fail", "warn", "off")
 DEFAULT_SHAPE = "s-1vcpu-1gb"
 
 _SEED = pytest.StashKey[int]()
@@ -35,6 +39,15 @@ _HANDLE = pytest.StashKey[CreateosServer]()
 
 class CreateosLeakWarning(UserWarning):
     """A test left sandboxes running or paused (with ``--createos-leak-check=warn``)."""
+
+
+class CreateosMarkerWarning(UserWarning):
+    """A test carries ``@pytest.mark.createos`` but uses none of the fixtures it configures,
+    so the marker does nothing."""
+
+
+#: The fixtures the ``createos`` marker configures (the others all go through one of them).
+MARKED_FIXTURES = ("createos_server", "createos_aiohttp_server")
 
 
 # -- options, marker, header -------------------------------------------------------------------
@@ -133,6 +146,15 @@ class _XdistSeed:
         node.workerinput["createos_seed"] = node.config.stash[_SETTINGS].seed
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    settings = session.config.stash[_SETTINGS]
+    if settings.url is None or hasattr(session.config, "workerinput"):
+        return  # nothing to reach, or an xdist worker: its controller has checked already
+    problem = remote_problem(settings.url, settings.control_token)
+    if problem is not None:
+        raise pytest.UsageError(problem)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     settings = config.stash[_SETTINGS]
     where = settings.url or "in-process fake"
@@ -142,46 +164,33 @@ def pytest_report_header(config: pytest.Config) -> str:
     )
 
 
-@dataclass
-class MarkerOptions:
-    """What ``@pytest.mark.createos(...)`` asked for, validated."""
+def _marker_options(request: pytest.FixtureRequest) -> MarkerOptions:
+    """The test's marker options, or one short setup error saying which argument is wrong."""
+    try:
+        return MarkerOptions.of(request.node)
+    except MarkerError as exc:
+        _setup_error(str(exc))
 
-    seed: int | None = None
-    latency_ms: float | None = None
-    faults: list[dict[str, Any]] = field(default_factory=list)
-    transition_ms: float | None = None
-    create_ms: float | None = None
-    manual_clock: bool = False
-    leak_check: str | None = None
 
-    @classmethod
-    def of(cls, item: pytest.Item) -> MarkerOptions:
-        merged: dict[str, Any] = {}
-        for mark in reversed(list(item.iter_markers("createos"))):
-            if mark.args:
-                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.createos takes keywords only")
-            unknown = sorted(set(mark.kwargs) - MARKER_ARGS)
-            if unknown:
-                raise pytest.UsageError(
-                    f"{item.nodeid}: @pytest.mark.createos has no option {unknown[0]!r} "
-                    f"(options: {', '.join(sorted(MARKER_ARGS))})"
-                )
-            merged.update(mark.kwargs)
-        if isinstance(merged.get("leak_check"), bool):  # leak_check=False reads naturally
-            merged["leak_check"] = "fail" if merged["leak_check"] else "off"
-        options = cls(**merged)
-        options.faults = list(options.faults or ())
-        if options.leak_check not in (None, *LEAK_MODES):
-            raise pytest.UsageError(f"{item.nodeid}: leak_check must be one of {LEAK_MODES}")
-        return options
+def _setup_error(message: str) -> NoReturn:
+    """Fail the test's setup with ``message`` alone: the fixture's traceback (or the exception
+    being handled) says nothing the message does not."""
+    raise pytest.fail.Exception(message, pytrace=False) from None
 
-    def server_config(self) -> ServerConfig:
-        changes: dict[str, Any] = {"manual_clock": self.manual_clock}
-        if self.transition_ms is not None:
-            changes["transition_ms"] = self.transition_ms
-        if self.create_ms is not None:
-            changes["create_ms"] = self.create_ms
-        return ServerConfig(**changes)
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("createos") is None:
+        return
+    __tracebackhide__ = True  # with -W error, the warning alone is the report
+    if not set(MARKED_FIXTURES) & set(getattr(item, "fixturenames", ())):
+        # Attributed to the test's own line, where the fix is.
+        item.warn(
+            CreateosMarkerWarning(
+                f"{item.nodeid} is marked @pytest.mark.createos but uses none of "
+                f"{', '.join(MARKED_FIXTURES)} (nor a fixture built on them), so the marker "
+                "does nothing: request createos_server, or remove the marker"
+            )
+        )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -201,8 +210,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 class ServerPool:
     """Background fakes shared by the tests of one session (one per configuration), so the
-    per-test cost is a new tenant, not a new server. Manual-clock fakes are never shared: a
-    test's clock must not carry over into the next test."""
+    per-test cost is a new tenant, not a new server. Durations are the tenant's own, so one
+    fake serves every test on the real clock; manual-clock fakes are never shared: a test's
+    clock must not carry over into the next test."""
 
     def __init__(self) -> None:
         self._servers: dict[ServerConfig, BackgroundServer] = {}
@@ -240,7 +250,15 @@ def _open_handle(
     request: pytest.FixtureRequest, channel: ControlChannel, options: MarkerOptions
 ) -> tuple[CreateosServer, TestTenant]:
     seed = _test_seed(request, options)
-    tenant = channel.open_test(seed)
+    try:
+        tenant = channel.open_test(seed)
+    except ControlError as exc:  # a shared fake gone or refusing since the session began
+        _setup_error(f"createos: {exc}")
+    if options.transition_ms is not None or options.create_ms is not None:
+        # Per tenant, on every channel: a test times the same in process and on a shared fake.
+        channel.set_durations(
+            tenant.api_key, transition_ms=options.transition_ms, create_ms=options.create_ms
+        )
     handle = CreateosServer(
         channel,
         api_key=tenant.api_key,
@@ -252,7 +270,11 @@ def _open_handle(
     if options.latency_ms:
         rules.append({"action": {"type": "latency", "ms": options.latency_ms}})
     if rules:
-        handle.faults.add_all(rules)
+        try:
+            handle.faults.add_all(rules)
+        except ControlError as exc:  # a check only the fake makes: still the marker's problem
+            channel.close_test(tenant, leak_check=False)
+            _setup_error(f"{request.node.nodeid}: @pytest.mark.createos(faults=...): {exc}")
     request.node.stash[_HANDLE] = handle
     return handle, tenant
 
@@ -288,7 +310,10 @@ def createos_server(
     Type: :class:`pytest_createos.server.CreateosServer` — ``.url``, ``.api_key``, ``.faults``,
     ``.journal``, ``.clock``, ``.state``, ``.seed``.
     Works from sync and async tests (the server runs in a background thread). Configure it with
-    ``@pytest.mark.createos(...)``; with ``--createos-url`` it uses that server instead.
+    ``@pytest.mark.createos(...)``; with ``--createos-url`` it uses that server instead. The
+    marker's ``transition_ms`` and ``create_ms`` are the test's tenant's own on either, so a test
+    times the same in process and on a shared fake; ``manual_clock=True`` there needs a fake
+    started with ``--manual-clock`` (whose one clock every test using it shares).
 
     Example::
 
@@ -298,13 +323,16 @@ def createos_server(
             sandbox = client.create_sandbox(createos.CreateSandboxRequest(shape="s-1vcpu-1gb"))
             sandbox.destroy()
     """
-    options = MarkerOptions.of(request.node)
+    options = _marker_options(request)
     settings = request.config.stash[_SETTINGS]
     url = settings.url
     with ExitStack() as stack:
         channel: ControlChannel
         if url is not None:
             channel = HttpChannel(url, control_token=settings.control_token)
+            problem = manual_clock_problem(channel) if options.manual_clock else None
+            if problem is not None:
+                _setup_error(problem)
         elif options.manual_clock:
             server = stack.enter_context(BackgroundServer(FakeCreateOS(options.server_config())))
             channel = LocalChannel(server.fake, server.url, server)
@@ -332,7 +360,7 @@ async def createos_aiohttp_server(
             async with aiohttp.ClientSession(createos_aiohttp_server.url) as session:
                 ...
     """
-    options = MarkerOptions.of(request.node)
+    options = _marker_options(request)
     fake = FakeCreateOS(options.server_config())
     test_server = await aiohttp_server(fake.app())
     channel = LocalChannel(fake, str(test_server.make_url("")).rstrip("/"))

@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,35 @@ from fake_server.faults import RuleShortcuts
 from fake_server.journal import Entry, Journal
 from pytest_createos.channel import ALIVE, ControlChannel, tenant_sandboxes
 
-__all__ = ["CreateosServer", "GateHandle", "TenantClock", "TenantFaults", "TenantJournal"]
+__all__ = [
+    "BlockingCallError",
+    "CreateosServer",
+    "GateHandle",
+    "TenantClock",
+    "TenantFaults",
+    "TenantJournal",
+]
+
+#: ``{call}`` blocks until the fake has done something; ``{instead}`` is the form to await.
+BLOCKING_ON_LOOP = (
+    "{call} blocks this thread, which is running an event loop (an async test, or the fake's "
+    "own loop): nothing on that loop can run meanwhile, so the request it waits for would never "
+    "arrive. Use `{instead}` instead."
+)
+
+
+class BlockingCallError(RuntimeError):
+    """A blocking helper was called from a thread whose event loop is running (it would stall
+    that loop until its timeout, and then fail for a reason that is not the real one)."""
+
+
+def _refuse_on_running_loop(call: str, instead: str) -> None:
+    __tracebackhide__ = True  # the report points at the caller's line
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs in this thread: blocking it is harmless
+        return
+    raise BlockingCallError(BLOCKING_ON_LOOP.format(call=call, instead=instead))
 
 
 class GateHandle:
@@ -50,7 +79,15 @@ class GateHandle:
         return int(self._channel.gate(self.name)["passed"])
 
     def wait_held(self, count: int = 1, timeout: float = 5.0) -> None:
-        """Block until at least ``count`` requests are held (``TimeoutError`` otherwise)."""
+        """Block until at least ``count`` requests are held (``TimeoutError`` otherwise).
+
+        For sync code only: in a thread that runs an event loop it raises
+        :class:`BlockingCallError` at once (use :meth:`async_wait_held` there).
+        """
+        __tracebackhide__ = True
+        _refuse_on_running_loop(
+            "gate.wait_held()", f"await gate.async_wait_held({count}, timeout={timeout})"
+        )
         self._channel.wait_gate(self.name, count, timeout)
 
     async def async_wait_held(self, count: int = 1, timeout: float = 5.0) -> None:
@@ -186,7 +223,8 @@ class TenantJournal:
 
 
 class TenantClock:
-    """The fake's clock as a test sees it.
+    """The fake's clock as a test sees it: the fake has one clock for all its tenants, so on a
+    shared ``--manual-clock`` fake, :meth:`advance` moves every test's timers.
 
     Example::
 

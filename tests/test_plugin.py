@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import re
+import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -311,8 +315,13 @@ def test_url_option_with_a_control_token(project: pytest.Pytester) -> None:
     with BackgroundServer(FakeCreateOS(config)) as server:
         url = f"--createos-url={server.url}"
         refused = project.runpytest(url)
-        refused.assert_outcomes(errors=1)
-        refused.stdout.fnmatch_lines(["*HTTP 403*control token*"])
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR  # once for the session, not per test
+        refused.stderr.fnmatch_lines(
+            [
+                "ERROR: --createos-url *HTTP 403*control token*give its --control-token as "
+                "--createos-control-token"
+            ]
+        )
         project.runpytest(url, "--createos-control-token=t0ken").assert_outcomes(passed=1)
         assert server.call(lambda: server.fake.faults.rules) == []
 
@@ -347,3 +356,305 @@ def test_releasing_an_unknown_gate_is_refused_not_created() -> None:
     with pytest.raises(ControlError, match="gate 'nope' not found"):
         channel.release_gate("nope", None)
     assert fake.faults.gates == {}
+
+
+# -- the marker's durations, per tenant, in process and on a shared fake --------------------
+
+TIMED_TESTS = """
+import pytest
+from helpers import call, create
+
+@pytest.mark.createos(transition_ms=0)
+def test_instant_transitions(createos_server):
+    sandbox = create(createos_server)
+    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+    assert paused["data"]["status"] == "paused"
+    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+
+@pytest.mark.createos(create_ms=60_000, leak_check=False)
+def test_slow_create(createos_server):
+    status, body = call(createos_server, "POST", "/v1/sandboxes", {"shape": "s-1vcpu-1gb"})
+    assert body["data"]["status"] == "creating"
+
+def test_the_fakes_own_durations(createos_server):
+    sandbox = create(createos_server)
+    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+    assert paused["data"]["status"] == "pausing"
+    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+"""
+
+
+def test_marker_durations_apply_in_process(project: pytest.Pytester) -> None:
+    project.makepyfile(TIMED_TESTS)
+    project.runpytest("-p", "no:randomly").assert_outcomes(passed=3)
+
+
+def test_marker_durations_apply_per_tenant_on_a_shared_fake(project: pytest.Pytester) -> None:
+    # Once silently ignored there: 'pausing' == 'paused'. The shared fake's own transitions are
+    # long, so only the tenant's own durations can make the first test pass.
+    project.makepyfile(TIMED_TESTS)
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=60_000))) as server:
+        url = f"--createos-url={server.url}"
+        project.runpytest(url, "-p", "no:randomly").assert_outcomes(passed=3)
+        tenants = server.call(lambda: [tenant.durations for tenant in server.fake.tenants])
+    assert tenants == []  # each test's tenant, durations and all, went with it
+
+
+MANUAL_CLOCK_TEST = """
+import pytest
+from helpers import call, create
+
+@pytest.mark.createos(manual_clock=True, transition_ms=1000)
+def test_clock(createos_server):
+    sandbox = create(createos_server)
+    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+    assert paused["data"]["status"] == "pausing"
+    createos_server.clock.advance(1)
+    assert createos_server.state[0]["status"] == "paused"
+    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+    createos_server.clock.advance(1)
+"""
+
+
+def test_manual_clock_on_a_real_clock_fake_is_one_setup_error(project: pytest.Pytester) -> None:
+    project.makepyfile(MANUAL_CLOCK_TEST)
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        result = project.runpytest(f"--createos-url={server.url}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*@pytest.mark.createos(manual_clock=True) needs the in-process fake, or a server "
+            "started with `fake-createos serve --manual-clock`: the fake at http://127.0.0.1:* "
+            "runs on the real clock*"
+        ]
+    )
+    assert "plugin.py" not in result.stdout.str()  # the message alone, no traceback
+
+
+def test_manual_clock_on_a_manual_clock_fake_uses_its_shared_clock(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(MANUAL_CLOCK_TEST)
+    with BackgroundServer(FakeCreateOS(ServerConfig(manual_clock=True))) as server:
+        project.runpytest(f"--createos-url={server.url}").assert_outcomes(passed=1)
+        assert server.call(lambda: server.fake.clock.now()) == 2.0  # the test moved it
+
+
+# -- marker input errors: one short error naming the argument ---------------------------------
+
+BAD_MARKERS = {
+    "dict_faults": (
+        'faults={"match": {}, "action": {"type": "reset"}}',
+        "*createos(faults={*}): must be a list of rules (got dict), e.g. *",
+    ),
+    "typo_in_faults": (
+        'faults=[{"match": {"route": "GET /v1/whoami"}, "action": {"type": "eror"}}]',
+        "*createos(faults=*): rule 0: action.type 'eror' is unknown; use one of latency, *",
+    ),
+    "negative_transition": ("transition_ms=-5", "*createos(transition_ms=-5): must not be neg*"),
+    "nan_create": ('create_ms=float("nan")', "*createos(create_ms=nan): must be finite*"),
+    "string_latency": (
+        'latency_ms="5"',
+        "*createos(latency_ms='5'): must be a number of milliseconds*",
+    ),
+    "negative_seed": ("seed=-1", "*createos(seed=-1): must not be negative*"),
+    "manual_clock_text": ('manual_clock="yes"', "*(manual_clock='yes'): must be True or False*"),
+    "leak_mode": ('leak_check="never"', "*(leak_check='never'): must be True, False or one of*"),
+    "unknown_keyword": ("latency=5", "*@pytest.mark.createos has no option 'latency' (options:*"),
+    "positional": ("5", "*@pytest.mark.createos takes keywords only, not 5*"),
+    # Each rule passes alone; only the fault engine, adding them together, refuses the pair.
+    "duplicate_rule_ids": (
+        'faults=[{"id": "r", "action": {"type": "reset"}}, '
+        '{"id": "r", "action": {"type": "hang"}}]',
+        "*createos(faults=...): a rule with id 'r' exists already*",
+    ),
+}
+
+
+def test_every_marker_problem_is_one_short_error_naming_the_argument(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        "import pytest\n"
+        + "".join(
+            f"\n@pytest.mark.createos({marker})\ndef test_{name}(createos_server):\n    pass\n"
+            for name, (marker, _) in BAD_MARKERS.items()
+        )
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(errors=len(BAD_MARKERS))
+    for name, (_, line) in BAD_MARKERS.items():
+        result.stdout.fnmatch_lines([f"*ERROR at setup of test_{name}*", f"test_*::{line}"])
+    output = result.stdout.str()
+    assert "plugin.py" not in output  # the messages alone, no traceback
+    assert "_marker.py" not in output
+    assert "During handling" not in output
+
+
+def test_good_marker_values_are_accepted(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(seed=0, latency_ms=0.5, faults=(), transition_ms=0, create_ms=0,
+                              manual_clock=False, leak_check="warn")
+        def test_all(createos_server):
+            assert createos_server.seed == 0
+
+        @pytest.mark.createos(seed=None, transition_ms=None, leak_check=None)
+        def test_nones_are_defaults(createos_server):
+            pass
+        """
+    )
+    project.runpytest().assert_outcomes(passed=2)
+
+
+def test_a_marker_on_a_test_without_the_fixtures_warns(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(transition_ms=0)
+        def test_forgot_the_fixture():
+            pass
+
+        @pytest.mark.createos(transition_ms=0)
+        def test_through_a_shortcut(createos_journal):
+            pass
+        """
+    )
+    marker_warning = "pytest_createos.plugin.CreateosMarkerWarning"
+    warned = project.runpytest("-p", "no:randomly", "-W", f"default::{marker_warning}")
+    warned.assert_outcomes(passed=2, warnings=1)
+    warned.stdout.fnmatch_lines(
+        [
+            "*_warns.py:3: CreateosMarkerWarning: *test_forgot_the_fixture is marked "
+            "@pytest.mark.createos but uses none of createos_server, createos_aiohttp_server*"
+        ]
+    )
+    strict = project.runpytest("-W", f"error::{marker_warning}")
+    strict.assert_outcomes(passed=1, errors=1)
+
+
+# -- blocking helpers on a running loop -------------------------------------------------------
+
+
+def test_blocking_gate_wait_in_an_async_test_fails_at_once(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import pytest
+        from pytest_createos.server import BlockingCallError
+
+        async def test_blocking_wait(createos_server):
+            gate = createos_server.faults.gate("create", route="POST /v1/sandboxes")
+            # Once: a 2 s stall of the loop, then "GateTimeout ... 0 request(s) held".
+            with pytest.raises(BlockingCallError, match=r"await gate.async_wait_held\\(1, "):
+                gate.wait_held(1, timeout=2)
+        """
+    )
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_blocking_gate_wait_on_the_fakes_own_loop_fails_at_once() -> None:
+    from pytest_createos.channel import LocalChannel
+    from pytest_createos.server import BlockingCallError, GateHandle
+
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        server.call(server.fake.faults.gate, "g", route="/v1/whoami")
+        gate = GateHandle(LocalChannel(server.fake, server.url, server), "g")
+
+        async def on_the_fakes_loop() -> None:  # e.g. from a registered command's handler
+            gate.wait_held(1, timeout=30)
+
+        with pytest.raises(BlockingCallError, match="running an event loop"):
+            server.run(on_the_fakes_loop(), timeout=5)
+
+
+# -- --createos-url checked once per session ---------------------------------------------------
+
+
+def test_an_unreachable_url_is_one_session_error(project: pytest.Pytester) -> None:
+    import socket
+
+    project.makepyfile("def test_a(createos_server): pass\ndef test_b(createos_server): pass\n")
+    with socket.socket() as bound:  # bound but not listening: connections are refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}"
+        result = project.runpytest(f"--createos-url={url}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --createos-url: cannot reach the fake at {url}: *refused*. Start the fake "
+            "with `fake-createos serve` (it prints its URL), or drop --createos-url *"
+        ]
+    )
+    assert "test_a" not in result.stdout.str()  # no test ran
+
+
+def test_a_url_with_a_path_is_told_to_give_the_root(project: pytest.Pytester) -> None:
+    project.makepyfile("def test_a(createos_server): pass\n")
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        result = project.runpytest(f"--createos-url={server.url}/v1/")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --createos-url must be the fake's root URL, e.g. {server.url}, "
+            f"not {server.url}/v1 *"
+        ]
+    )
+
+
+@contextlib.contextmanager
+def _stub_server(answer: Callable[[str, str], tuple[int, bytes]]) -> Iterator[str]:
+    """A plain HTTP server answering ``answer(method, path) -> (status, body)``; yields its
+    URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            status, body = answer(self.command, self.path)
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler) as server:
+        thread = threading.Thread(target=server.serve_forever)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            thread.join()
+
+
+def test_a_server_that_is_not_the_fake_is_named_so(project: pytest.Pytester) -> None:
+    project.makepyfile("def test_a(createos_server): pass\n")
+    other = b'{"status": "success", "data": {"server": "something-else"}}'
+    with _stub_server(lambda method, path: (200, other)) as url:
+        result = project.runpytest(f"--createos-url={url}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --createos-url {url} answers, but not as fake-createos does*"]
+    )
+
+
+def test_a_fake_that_fails_after_the_check_is_one_short_error_per_test(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile("def test_a(createos_server): pass\n")
+    info = b'{"status": "success", "data": {"server": "fake-createos"}}'
+    down = b'{"status": "error", "message": "down for maintenance", "code": 503}'
+
+    def answer(method: str, path: str) -> tuple[int, bytes]:
+        return (200, info) if path == "/_fake/info" else (503, down)
+
+    with _stub_server(answer) as url:
+        result = project.runpytest(f"--createos-url={url}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["createos: GET /_fake/faults: HTTP 503: down for maintenance"])
+    assert "channel.py" not in result.stdout.str()  # the message alone, no traceback

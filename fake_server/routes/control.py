@@ -14,8 +14,14 @@ from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError
 from fake_server.gates import Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
+from fake_server.lifecycle import Durations, check_duration_ms
 from fake_server.routes.common import Routes, fake_of, ok, read_body, read_raw_body
+from fake_server.tenants import Tenant
 from fake_server.validation import parse_json, path_problem, query_int
+
+
+async def info(request: web.Request) -> web.Response:
+    return ok(fake_of(request).info())
 
 
 async def reset(request: web.Request) -> web.Response:
@@ -152,9 +158,52 @@ async def drop_tenant(request: web.Request) -> web.Response:
         # The control API authenticates nobody: a key a strict fake does not know is a missing
         # tenant, not a failed login.
         if exc.status == 401:
-            raise ApiError(404, "tenant not found") from None
+            raise ApiError(404, errors.TENANT_NOT_FOUND) from None
         raise
     return ok({"dropped": True})
+
+
+def _own_tenant(request: web.Request) -> Tenant:
+    """The tenant whose key the caller sends in ``X-Api-Key``: per-tenant settings are changed
+    only by whoever holds the key, never by naming another tenant's id."""
+    api_key = request.headers.get("X-Api-Key", "")
+    if not api_key.strip():
+        raise ApiError(401, errors.CONTROL_TENANT_KEY)
+    tenant = fake_of(request).tenants.get(api_key)
+    if tenant is None:  # never registered here: the control API does not make tenants by use
+        raise ApiError(404, errors.TENANT_NOT_FOUND)
+    return tenant
+
+
+def _durations_json(tenant: Tenant, durations: Durations) -> dict[str, object]:
+    return {
+        "tenant": tenant.id,
+        "own": tenant.durations is not None,
+        # Per-tenant durations are uniform: one transition time for pause/resume/fork/delete.
+        "transition_ms": round(durations.pause * 1000, 6),
+        "create_ms": round(durations.create * 1000, 6),
+    }
+
+
+async def get_durations(request: web.Request) -> web.Response:
+    tenant = _own_tenant(request)
+    return ok(_durations_json(tenant, fake_of(request).durations_of(tenant)))
+
+
+async def set_durations(request: web.Request) -> web.Response:
+    """The caller's tenant's own durations; an absent or null field keeps the fake's."""
+    tenant = _own_tenant(request)
+    body = await read_body(request, allowed={"transition_ms", "create_ms"})
+    given: dict[str, float | None] = {}
+    for name in ("transition_ms", "create_ms"):
+        value = body.data.get(name)
+        try:
+            given[name] = None if value is None else check_duration_ms(value)
+        except ValueError as exc:
+            raise ApiError.invalid(name, str(exc)) from None
+    api_key = request.headers["X-Api-Key"]
+    durations = fake_of(request).set_durations(api_key, **given)
+    return ok(_durations_json(tenant, durations))
 
 
 async def reseed(request: web.Request) -> web.Response:
@@ -187,12 +236,15 @@ async def sandbox_marker(request: web.Request) -> web.Response:
 
 
 ROUTES: Routes = (
+    ("GET", "/_fake/info", info),
     ("POST", "/_fake/reset", reset),
     ("GET", "/_fake/state", state),
     ("GET", "/_fake/journal", journal),
     ("POST", "/_fake/tenants", create_tenant),
     ("DELETE", "/_fake/tenants", drop_tenant),
     ("POST", "/_fake/seed", reseed),
+    ("GET", "/_fake/tenant/durations", get_durations),
+    ("PUT", "/_fake/tenant/durations", set_durations),
     ("POST", "/_fake/clock/advance", advance_clock),
     ("GET", "/_fake/faults", list_faults),
     ("POST", "/_fake/faults", add_faults),

@@ -1,0 +1,130 @@
+"""The ``createos`` marker: its arguments merged over a test's markers and checked, so that
+every mistake is one short message naming the argument and what is wrong with it.
+
+Example::
+
+    options = MarkerOptions.of(item)     # MarkerError: "...createos(transition_ms=-5): must not
+                                         # be negative (got -5)"
+"""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from fake_server import ServerConfig
+from fake_server.faults import FaultError, parse_rule
+from fake_server.lifecycle import check_duration_ms
+
+__all__ = ["LEAK_MODES", "MARKER_ARGS", "MarkerError", "MarkerOptions"]
+
+MARKER_ARGS = frozenset(
+    {"seed", "latency_ms", "faults", "transition_ms", "create_ms", "manual_clock", "leak_check"}
+)
+LEAK_MODES = ("fail", "warn", "off")
+
+
+@dataclass
+class MarkerOptions:
+    """What ``@pytest.mark.createos(...)`` asked for, validated."""
+
+    seed: int | None = None
+    latency_ms: float | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    transition_ms: float | None = None
+    create_ms: float | None = None
+    manual_clock: bool = False
+    leak_check: str | None = None
+
+    @classmethod
+    def of(cls, item: pytest.Item) -> MarkerOptions:
+        """The test's markers merged (the closest wins) and checked; :class:`MarkerError` names
+        the first argument that is wrong and why."""
+        merged: dict[str, Any] = {}
+        for mark in reversed(list(item.iter_markers("createos"))):
+            if mark.args:
+                raise MarkerError(
+                    f"{item.nodeid}: @pytest.mark.createos takes keywords only, "
+                    f"not {mark.args[0]!r}"
+                )
+            unknown = sorted(set(mark.kwargs) - MARKER_ARGS)
+            if unknown:
+                raise MarkerError(
+                    f"{item.nodeid}: @pytest.mark.createos has no option {unknown[0]!r} "
+                    f"(options: {', '.join(sorted(MARKER_ARGS))})"
+                )
+            merged.update(mark.kwargs)
+        options = cls()
+        for name, value in merged.items():
+            if value is None:  # as if not given (the marker's documented defaults)
+                continue
+            try:
+                setattr(options, name, _MARKER_CHECKS[name](value))
+            except (TypeError, ValueError) as exc:
+                raise MarkerError(
+                    f"{item.nodeid}: @pytest.mark.createos({name}={reprlib.repr(value)}): {exc}"
+                ) from None
+        return options
+
+    def server_config(self) -> ServerConfig:
+        """The configuration of the fake the test needs (durations are set per tenant)."""
+        return ServerConfig(manual_clock=self.manual_clock)
+
+
+class MarkerError(Exception):
+    """A ``createos`` marker argument is wrong (reported as the test's setup error)."""
+
+
+def _seed(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"must be an integer (got {type(value).__name__})")
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"must be True or False (got {type(value).__name__})")
+    return value
+
+
+def _leak_mode(value: object) -> str:
+    if isinstance(value, bool):  # leak_check=False reads naturally
+        return "fail" if value else "off"
+    if value not in LEAK_MODES:
+        raise ValueError(f"must be True, False or one of {', '.join(map(repr, LEAK_MODES))}")
+    return str(value)
+
+
+def _fault_rules(value: object) -> list[dict[str, Any]]:
+    """A list of rules, each checked by the fault engine itself (so the marker says what the
+    control API would)."""
+    if not isinstance(value, (list, tuple)):  # a dict (one rule) or a string is not a list
+        raise TypeError(
+            f"must be a list of rules (got {type(value).__name__}), "
+            'e.g. [{"match": {"route": "GET /v1/whoami"}, "action": {"type": "error", '
+            '"status": 503}}]'
+        )
+    for index, rule in enumerate(value):
+        try:
+            parse_rule(rule)
+        except FaultError as exc:
+            raise ValueError(f"rule {index}: {exc}") from None
+    return [dict(rule) for rule in value]
+
+
+#: How each marker argument is checked and converted (a ``ValueError``/``TypeError`` says why).
+_MARKER_CHECKS: dict[str, Callable[[Any], object]] = {
+    "seed": _seed,
+    "latency_ms": check_duration_ms,
+    "faults": _fault_rules,
+    "transition_ms": check_duration_ms,
+    "create_ms": check_duration_ms,
+    "manual_clock": _flag,
+    "leak_check": _leak_mode,
+}
