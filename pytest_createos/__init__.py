@@ -5,36 +5,41 @@ The fixtures (``createos_server``, ``createos_aiohttp_server``, ``createos_fault
 ``createos_kit``) are registered automatically through the ``pytest11`` entry point.
 """
 
-from pytest_createos.errors import (
-    CLEANUP_PENDING_MESSAGE,
-    CleanupInProgressError,
-    CleanupPendingError,
-    CleanupUnconfirmedError,
-    CreateosApiError,
-    CreateosTransportError,
-    LeaseError,
-    LeaseOwnershipError,
-    is_cleanup_pending,
-)
-from pytest_createos.host import LeaseHost
-from pytest_createos.kit import (
-    ConformanceError,
-    ConformanceKit,
-    Host,
-    HostConformance,
-    LeaseHostAdapter,
-    ProviderConformance,
-)
-from pytest_createos.provider import (
-    ConfigResult,
-    ExecuteResult,
-    Lease,
-    LeaseProvider,
-    ProbeResult,
-    RealizedWorkspace,
-    validate_config,
-)
-from pytest_createos.server import CreateosServer, GateHandle
+from typing import TYPE_CHECKING
+
+from fake_server._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what the names are; they are imported on first use (see fake_server._lazy)
+    from pytest_createos.errors import (
+        CLEANUP_PENDING_MESSAGE,
+        CleanupInProgressError,
+        CleanupPendingError,
+        CleanupUnconfirmedError,
+        CreateosApiError,
+        CreateosTransportError,
+        LeaseError,
+        LeaseOwnershipError,
+        is_cleanup_pending,
+    )
+    from pytest_createos.host import LeaseHost
+    from pytest_createos.kit import (
+        ConformanceError,
+        ConformanceKit,
+        Host,
+        HostConformance,
+        LeaseHostAdapter,
+        ProviderConformance,
+    )
+    from pytest_createos.provider import (
+        ConfigResult,
+        ExecuteResult,
+        Lease,
+        LeaseProvider,
+        ProbeResult,
+        RealizedWorkspace,
+        validate_config,
+    )
+    from pytest_createos.server import CreateosServer, GateHandle
 
 __all__ = [
     "CLEANUP_PENDING_MESSAGE",
@@ -63,3 +68,34 @@ __all__ = [
     "is_cleanup_pending",
     "validate_config",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "CLEANUP_PENDING_MESSAGE": "pytest_createos.errors",
+        "CleanupInProgressError": "pytest_createos.errors",
+        "CleanupPendingError": "pytest_createos.errors",
+        "CleanupUnconfirmedError": "pytest_createos.errors",
+        "CreateosApiError": "pytest_createos.errors",
+        "CreateosTransportError": "pytest_createos.errors",
+        "LeaseError": "pytest_createos.errors",
+        "LeaseOwnershipError": "pytest_createos.errors",
+        "is_cleanup_pending": "pytest_createos.errors",
+        "LeaseHost": "pytest_createos.host",
+        "ConformanceError": "pytest_createos.kit",
+        "ConformanceKit": "pytest_createos.kit",
+        "Host": "pytest_createos.kit",
+        "HostConformance": "pytest_createos.kit",
+        "LeaseHostAdapter": "pytest_createos.kit",
+        "ProviderConformance": "pytest_createos.kit",
+        "ConfigResult": "pytest_createos.provider",
+        "ExecuteResult": "pytest_createos.provider",
+        "Lease": "pytest_createos.provider",
+        "LeaseProvider": "pytest_createos.provider",
+        "ProbeResult": "pytest_createos.provider",
+        "RealizedWorkspace": "pytest_createos.provider",
+        "validate_config": "pytest_createos.provider",
+        "CreateosServer": "pytest_createos.server",
+        "GateHandle": "pytest_createos.server",
+    },
+)

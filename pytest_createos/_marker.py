@@ -19,13 +19,13 @@ import pytest
 from fake_server import ServerConfig
 from fake_server.faults import FaultError, parse_rule
 from fake_server.lifecycle import check_duration_ms
+from pytest_createos._settings import LEAK_MODES
 
-__all__ = ["LEAK_MODES", "MARKER_ARGS", "MarkerError", "MarkerOptions"]
+__all__ = ["MARKER_ARGS", "MarkerError", "MarkerOptions"]
 
 MARKER_ARGS = frozenset(
     {"seed", "latency_ms", "faults", "transition_ms", "create_ms", "manual_clock", "leak_check"}
 )
-LEAK_MODES = ("fail", "warn", "off")
 
 
 @dataclass

@@ -6,35 +6,31 @@ It is registered through the ``pytest11`` entry point, so installing the package
 
 from __future__ import annotations
 
-import random
 import warnings
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 import pytest_asyncio
 
-from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
-from pytest_createos._marker import LEAK_MODES, MarkerError, MarkerOptions
-from pytest_createos._remote import manual_clock_problem, remote_problem
-from pytest_createos.channel import (
-    ControlChannel,
-    ControlError,
-    HttpChannel,
-    LocalChannel,
-    TestTenant,
-)
-from pytest_createos.server import CreateosServer
+from pytest_createos._settings import LEAK_MODES, PluginSettings, read_settings
+
+# Every pytest run of a project that installs the plugin imports this module: the fake, its
+# server and the control channels are imported by the fixtures that use them, not here.
+if TYPE_CHECKING:
+    from fake_server import BackgroundServer, ServerConfig
+    from pytest_createos._marker import MarkerOptions
+    from pytest_createos.channel import ControlChannel, TestTenant
+    from pytest_createos.server import CreateosServer
 
 __all__ = ["CreateosLeakWarning", "CreateosMarkerWarning"]
 
 DEFAULT_SHAPE = "s-1vcpu-1gb"
 
 _SEED = pytest.StashKey[int]()
-_HANDLE = pytest.StashKey[CreateosServer]()
+_HANDLE = pytest.StashKey["CreateosServer"]()
 
 
 class CreateosLeakWarning(UserWarning):
@@ -89,41 +85,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("createos_leak_check", "default for --createos-leak-check", default="fail")
 
 
-@dataclass(frozen=True)
-class PluginSettings:
-    """The effective settings, read once from options and ini."""
-
-    seed: int
-    url: str | None
-    leak_check: str
-    control_token: str | None = None
-
-
-def _read_settings(config: pytest.Config) -> PluginSettings:
-    workerinput = getattr(config, "workerinput", None)
-    raw_seed = config.getoption("createos_seed")
-    if raw_seed is None and workerinput is not None:
-        raw_seed = workerinput.get("createos_seed")
-    if raw_seed is None and config.getini("createos_seed"):
-        try:
-            raw_seed = int(config.getini("createos_seed"))
-        except ValueError:
-            raise pytest.UsageError("createos_seed must be an integer") from None
-    seed = raw_seed if raw_seed is not None else random.SystemRandom().randrange(2**31)
-    if seed < 0:
-        raise pytest.UsageError("--createos-seed must not be negative")
-    url = config.getoption("createos_url") or config.getini("createos_url") or None
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise pytest.UsageError(f"--createos-url must be an http(s) URL, not {url!r}")
-    leak = config.getoption("createos_leak_check") or config.getini("createos_leak_check")
-    if config.getoption("createos_no_leak_check"):
-        leak = "off"
-    if leak not in LEAK_MODES:
-        raise pytest.UsageError(f"createos_leak_check must be one of {', '.join(LEAK_MODES)}")
-    token = config.getoption("createos_control_token") or config.getini("createos_control_token")
-    return PluginSettings(seed=seed, url=url, leak_check=leak, control_token=token or None)
-
-
 _SETTINGS = pytest.StashKey[PluginSettings]()
 
 
@@ -133,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "createos(seed=None, latency_ms=None, faults=(), transition_ms=None, create_ms=None, "
         "manual_clock=False, leak_check=None): configure the CreateOS fake for this test",
     )
-    config.stash[_SETTINGS] = _read_settings(config)
+    config.stash[_SETTINGS] = read_settings(config)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed(), "createos-xdist-seed")
 
@@ -150,6 +111,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     settings = session.config.stash[_SETTINGS]
     if settings.url is None or hasattr(session.config, "workerinput"):
         return  # nothing to reach, or an xdist worker: its controller has checked already
+    from pytest_createos._remote import remote_problem
+
     problem = remote_problem(settings.url, settings.control_token)
     if problem is not None:
         raise pytest.UsageError(problem)
@@ -166,6 +129,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def _marker_options(request: pytest.FixtureRequest) -> MarkerOptions:
     """The test's marker options, or one short setup error saying which argument is wrong."""
+    from pytest_createos._marker import MarkerError, MarkerOptions
+
     try:
         return MarkerOptions.of(request.node)
     except MarkerError as exc:
@@ -218,6 +183,8 @@ class ServerPool:
         self._servers: dict[ServerConfig, BackgroundServer] = {}
 
     def get(self, config: ServerConfig) -> BackgroundServer:
+        from fake_server import BackgroundServer, FakeCreateOS
+
         server = self._servers.get(config)
         if server is None:
             server = self._servers[config] = BackgroundServer(FakeCreateOS(config)).start()
@@ -249,6 +216,9 @@ def _test_seed(request: pytest.FixtureRequest, options: MarkerOptions) -> int:
 def _open_handle(
     request: pytest.FixtureRequest, channel: ControlChannel, options: MarkerOptions
 ) -> tuple[CreateosServer, TestTenant]:
+    from pytest_createos.channel import ControlError
+    from pytest_createos.server import CreateosServer
+
     seed = _test_seed(request, options)
     try:
         tenant = channel.open_test(seed)
@@ -323,6 +293,10 @@ def createos_server(
             sandbox = client.create_sandbox(createos.CreateSandboxRequest(shape="s-1vcpu-1gb"))
             sandbox.destroy()
     """
+    from fake_server import BackgroundServer, FakeCreateOS
+    from pytest_createos._remote import manual_clock_problem
+    from pytest_createos.channel import HttpChannel, LocalChannel
+
     options = _marker_options(request)
     settings = request.config.stash[_SETTINGS]
     url = settings.url
@@ -360,9 +334,15 @@ async def createos_aiohttp_server(
             async with aiohttp.ClientSession(createos_aiohttp_server.url) as session:
                 ...
     """
+    from fake_server import FakeCreateOS
+    from fake_server.http_protocol import harden_connections
+    from pytest_createos.channel import LocalChannel
+
     options = _marker_options(request)
     fake = FakeCreateOS(options.server_config())
     test_server = await aiohttp_server(fake.app())
+    # pytest-aiohttp built the runner: it gains the fake's own connection handling.
+    harden_connections(test_server.runner, fake)
     channel = LocalChannel(fake, str(test_server.make_url("")).rstrip("/"))
     handle, tenant = _open_handle(request, channel, options)
     yield handle

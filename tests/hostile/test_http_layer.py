@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -87,3 +88,15 @@ async def test_a_path_with_an_encoded_newline_reaches_the_catch_all(
     assert headers["Content-Type"].startswith("application/json")
     assert json.loads(body)["message"] == "route not found"
     assert [entry.path for entry in fake.journal.requests()] == ["/v1/a\nb"]
+
+
+async def test_the_aiohttp_server_fixture_answers_parse_errors_in_the_envelope(
+    createos_aiohttp_server: Any,
+) -> None:
+    # pytest-aiohttp builds that fixture's runner: it gets the fake's connection handling too.
+    raw = b"GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nX-Api-Key: " + SECRET + b"\x01\r\n\r\n"
+    status, headers, body = await exchange(createos_aiohttp_server.url, raw)
+    assert status == 400
+    assert headers["Content-Type"].startswith("application/json")
+    assert json.loads(body)["message"] == errors.REQUEST_UNPARSABLE
+    assert SECRET not in body
