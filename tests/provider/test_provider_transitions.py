@@ -104,7 +104,10 @@ async def test_conflict_on_submit_is_retried_not_counted(env: FakeEnv) -> None:
 
 async def test_stuck_transition_times_out_retryably(env: FakeEnv) -> None:
     lease = await env.acquire()
-    env.config["timeoutMs"] = 150
+    # The provider's budget covers its requests too: short enough to keep the test quick,
+    # long enough that a loaded machine does not time out the pause request itself (150 ms
+    # did, once, at load 6 on 2 cores: a transport error instead of the stuck transition).
+    env.config["timeoutMs"] = 1000
     env.fake.state_faults.stick(env.sandbox(lease))
     with pytest.raises(TransitionError, match="did not reach paused: status pausing") as info:
         await env.release(lease)
