@@ -20,6 +20,7 @@ from aiohttp import web
 
 from fake_server import errors
 from fake_server.control_access import check_control_access
+from fake_server.credentials import presented_key
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
 from fake_server.lifecycle import Status
@@ -122,7 +123,7 @@ def _served(
             if is_control:
                 check_control_access(request.host, request.headers, fake.config, token=needs_token)
             if authenticated:
-                tenant = fake.tenants.resolve(request.headers.get("X-Api-Key"))
+                tenant = fake.tenants.resolve(presented_key(request.headers))
                 tenant.last_seen = started
                 request_scope.tenant = tenant
                 tenant_id = tenant.id

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fake_server.catalog import DEFAULT_REGION, ROOTFS, SHAPES
+from fake_server.credentials import CREDENTIAL_HEADERS
 from fake_server.faults import ACTION_EFFECTS, ACTION_TYPES
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.lifecycle import MAX_DURATION_MS, Status
@@ -43,6 +44,19 @@ OCTET_STREAM = "application/octet-stream"
 #: The contract's id alphabet (clients refuse other ids, so the fake only mints these).
 ID_PATTERN = "^[A-Za-z0-9_-]{1,200}$"
 SECURITY_SCHEME = "ApiKeyAuth"
+#: Every header a credential is read from (fake_server.credentials), as security schemes.
+SECURITY_SCHEMES: dict[str, Any] = {
+    (
+        "BearerAuth"
+        if header == "Authorization"
+        else header.removeprefix("X-").replace("-", "") + "Auth"
+    ): (
+        {"type": "http", "scheme": "bearer"}
+        if header == "Authorization"
+        else {"type": "apiKey", "in": "header", "name": header}
+    )
+    for header in CREDENTIAL_HEADERS
+}
 #: Standard, padded base64 (what the fake sends, and all it accepts).
 BASE64: dict[str, Any] = {
     "type": "string",
@@ -166,7 +180,11 @@ def flag(name: str) -> Schema:
 #: Every error status a route can answer by itself, with why. Shared response components.
 ERRORS: dict[int, tuple[str, str]] = {
     400: ("BadRequest", "The body, a field or a query parameter is invalid."),
-    401: ("Unauthorized", "The `X-Api-Key` header is missing or not accepted."),
+    401: (
+        "Unauthorized",
+        "No credential (`X-Api-Key`, or `X-Auth-Token`, `X-Access-Token` or "
+        "`Authorization: Bearer`, the first present wins), or one not accepted.",
+    ),
     403: (
         "Forbidden",
         "The key may not use this route (administrators only); for the control API: the"
@@ -1588,12 +1606,11 @@ def build_document() -> dict[str, Any]:
             {"name": name}
             for name in (_HEALTH, _CATALOG, _SANDBOXES, _RUNTIME, _PROCESSES, _CONTROL)
         ],
-        "security": [{SECURITY_SCHEME: []}],
+        # Any one of them (fake_server.credentials: the first present wins).
+        "security": [{scheme: []} for scheme in SECURITY_SCHEMES],
         "paths": paths,
         "components": {
-            "securitySchemes": {
-                SECURITY_SCHEME: {"type": "apiKey", "in": "header", "name": "X-Api-Key"}
-            },
+            "securitySchemes": SECURITY_SCHEMES,
             "headers": {
                 "RequestId": {
                     "description": "The fake's id for the request (absent on NDJSON streams, "

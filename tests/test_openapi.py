@@ -17,6 +17,7 @@ from openapi_spec_validator import validate
 
 from fake_server import FakeCreateOS
 from fake_server.app import PUBLIC_PATHS, UNROUTED
+from fake_server.credentials import CREDENTIAL_HEADERS
 from fake_server.openapi import JSON, NDJSON, OCTET_STREAM, SECURITY_SCHEME, document
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -82,9 +83,13 @@ def test_operation_ids_are_unique_and_links_resolve() -> None:
 
 def test_security_matches_the_middleware() -> None:
     doc = document()
-    assert doc["security"] == [{SECURITY_SCHEME: []}]
-    scheme = doc["components"]["securitySchemes"][SECURITY_SCHEME]
-    assert scheme == {"type": "apiKey", "in": "header", "name": "X-Api-Key"}
+    schemes = doc["components"]["securitySchemes"]
+    # Any one credential header will do (fake_server.credentials reads them in this order).
+    assert doc["security"] == [{name: []} for name in schemes]
+    headers = [scheme.get("name", "Authorization") for scheme in schemes.values()]
+    assert headers == list(CREDENTIAL_HEADERS)
+    assert schemes[SECURITY_SCHEME] == {"type": "apiKey", "in": "header", "name": "X-Api-Key"}
+    assert schemes["BearerAuth"] == {"type": "http", "scheme": "bearer"}
     for method, path, op in operations(doc):
         control = path.startswith("/_fake/") and path not in KEYED_CONTROL_ROUTES
         public = path in PUBLIC_ROUTES or control

@@ -51,10 +51,16 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 )
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig  # noqa: E402
+from fake_server.credentials import CREDENTIAL_HEADERS  # noqa: E402
 from fake_server.openapi import NDJSON, OCTET_STREAM, document  # noqa: E402
 
 API_KEY = "skp_schemathesis"
-AUTH = {"X-Api-Key": API_KEY}
+# Every credential header the document declares carries the key: schemathesis may fill one
+# it picks with a value of its own, and the first header present wins (fake_server.credentials).
+AUTH = {
+    header: f"Bearer {API_KEY}" if header == "Authorization" else API_KEY
+    for header in CREDENTIAL_HEADERS
+}
 SHAPE = "s-1vcpu-1gb"
 #: (operationId, status) of every answer, to prove the chains reached what they are meant to.
 SEEN: Counter[tuple[str, int]] = Counter()
@@ -103,7 +109,7 @@ CONFIG = schemathesis.Config.from_dict(
             },
         },
         "request-timeout": REQUEST_TIMEOUT,
-        "headers": {"X-Api-Key": API_KEY},
+        "headers": AUTH,
         # Nothing is written next to the checkout.
         "reports": {"vcr": {"enabled": False}},
     }
