@@ -1,8 +1,8 @@
 """What the sandbox runtime costs: exec throughput against an earlier revision, ``/healthz``
-latency while heavy scripts run, the memory and file descriptors destroyed sandboxes leave, and
-how fast running commands stop.
+latency while heavy scripts run, the memory and file descriptors destroyed sandboxes leave, how
+fast running commands stop, and whether a large stream holds the event loop.
 
-Four measurements, each printing its figure, its target and MET or BELOW:
+Five measurements, each printing its figure, its target and MET or BELOW:
 
 - **exec**: requests per second of ``POST /v1/sandboxes/{id}/exec`` (``echo hi``) on the fake at
   this checkout ("after") and at ``--baseline`` ("before", default: the last revision with the
@@ -18,13 +18,21 @@ Four measurements, each printing its figure, its target and MET or BELOW:
   ``gc.collect()``; target: after within 10% of before;
 - **stop**: in this process, the time from a DELETE of a process running a busy loop, a DELETE
   of a sandbox whose buffered exec runs one, and a ``/_fake/reset`` with three of them, to the
-  command's end; target: at most 100 ms each.
+  command's end; target: at most 100 ms each;
+- **streams**: on this checkout's fake (own process, process journal 16 MiB), in rounds: p50/p99/
+  max of sequential ``GET /healthz`` while idle, and while each of three 10 MiB streams runs to
+  a client in its own process: ``POST …/exec?stream=true`` of a ``cat``, ``GET …/connect`` of a
+  process followed from before its output, and ``GET …/connect`` replaying the same output once
+  it exited; each stream's payload MiB/s (first byte to end, seen by its client, which checks
+  every byte arrived in order); targets: ``/healthz`` max <= 10 ms during the streams, and
+  follow at least as fast as replay (median of the per-round ratios >= 1.0x).
 
 Usage::
 
-    python benchmarks/runtime.py                       # all three
+    python benchmarks/runtime.py                       # all five
     python benchmarks/runtime.py --quick               # short rounds: a smoke run
     python benchmarks/runtime.py --only exec --baseline abe5c93
+    python benchmarks/runtime.py --only streams --stream-rounds 5
     python benchmarks/runtime.py --check               # exit 1 when a target is missed
 
 Nothing here is a test; see benchmarks/README.md.
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import gc
 import json
@@ -60,6 +69,8 @@ if TYPE_CHECKING:
     from throughput import Run, Server
 
 ROOT = Path(__file__).resolve().parent.parent
+#: This file, which is also the server process and the stream client.
+SCRIPT = str(Path(__file__).resolve())
 API_KEY = "skp_benchmark"
 SHAPE = "s-1vcpu-1gb"
 EXEC_BODY = json.dumps({"cmd": "echo", "args": ["hi"]}, separators=(",", ":"))
@@ -92,8 +103,10 @@ def verdict(label: str, figure: str, target: str, met: bool) -> str:
 # -- the fake in its own process ---------------------------------------------------------------
 
 
-def serve(tree: str) -> None:
-    """Serve the fake of ``tree`` with one tenant and one running sandbox; print where."""
+def serve(tree: str, output_cap: int | None = None) -> None:
+    """Serve the fake of ``tree`` with one tenant and one running sandbox; print where.
+    ``output_cap`` sets the per-process output journal (the streams measurement replays more
+    than the default 1 MiB)."""
     import fake_server
     from fake_server import FakeCreateOS, ServerConfig
     from fake_server.runner import start_site
@@ -104,7 +117,10 @@ def serve(tree: str) -> None:
         raise SystemExit(f"imported {origin}, not the fake_server of {tree}")
 
     async def main() -> None:
-        fake = FakeCreateOS(ServerConfig(seed=1, api_keys=(API_KEY,), transition_ms=0))
+        config = ServerConfig(seed=1, api_keys=(API_KEY,), transition_ms=0)
+        if output_cap is not None:
+            config = config.with_changes(output_cap_bytes=output_cap)
+        fake = FakeCreateOS(config)
         sandbox = fake.sandboxes.create(fake.tenant(API_KEY), CreateSpec(shape=SHAPE))
         _, url = await start_site(fake, "127.0.0.1", 0)
         info = {"url": url, "sandbox": sandbox.id, "fake_server": str(origin)}
@@ -131,7 +147,9 @@ class Fake:
         return f"{self.base}/v1/sandboxes/{self.sandbox}/exec"
 
 
-def start_fake(name: str, tree: Path, cpus: set[int] | None) -> Fake:
+def start_fake(
+    name: str, tree: Path, cpus: set[int] | None, *, output_cap: int | None = None
+) -> Fake:
     """``runtime.py --serve TREE`` with ``TREE`` first on the path (and as the cwd), so the
     child imports that tree's ``fake_server``: this script's own directory, which Python puts
     first, holds none."""
@@ -140,6 +158,8 @@ def start_fake(name: str, tree: Path, cpus: set[int] | None) -> Fake:
     env = child_env()
     env["PYTHONPATH"] = str(tree)
     command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(tree)]
+    if output_cap is not None:
+        command += ["--serve-output-cap", str(output_cap)]
     process, info = spawn_server(name, command, cpus, cwd=tree, env=env)
     headers = {"X-Api-Key": API_KEY, "Content-Type": "application/json"}
     fake = Fake(info["url"], info["sandbox"], Server(name, process, "", headers))
@@ -280,6 +300,20 @@ def measure_exec(args: argparse.Namespace, cpus: tuple[set[int] | None, set[int]
 # -- 2. /healthz latency while heavy scripts run ---------------------------------------------
 
 
+@contextlib.contextmanager
+def pinned(cpus: set[int] | None) -> Iterator[None]:
+    """Run this process (and the children it starts meanwhile) on ``cpus``; restore after."""
+    affinity = os.sched_getaffinity(0) if cpus and hasattr(os, "sched_getaffinity") else None
+    if affinity is None:
+        yield
+        return
+    os.sched_setaffinity(0, cpus or affinity)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, affinity)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (``q`` in 0..100) of a non-empty sequence."""
     ordered = sorted(values)
@@ -335,13 +369,19 @@ async def sample_healthz(
     seconds: float,
     limit: int,
     load: Load | None = None,
+    *,
+    until: asyncio.Future[Any] | None = None,
 ) -> tuple[list[float], list[int]]:
-    """Sequential GETs for ``seconds`` (at most ``limit``): their latencies in ms, and how many
-    scripts were in flight at each."""
+    """Sequential GETs for ``seconds`` (at most ``limit``, and only until ``until`` is done
+    when given): their latencies in ms, and how many scripts were in flight at each."""
     latencies: list[float] = []
     in_flight: list[int] = []
     deadline = time.perf_counter() + seconds
-    while len(latencies) < limit and time.perf_counter() < deadline:
+    while (
+        len(latencies) < limit
+        and time.perf_counter() < deadline
+        and (until is None or not until.done())
+    ):
         started = time.perf_counter()
         async with session.get(url) as response:
             await response.read()
@@ -401,10 +441,7 @@ def measure_healthz(
 ) -> bool:
     server_cpus, client_cpus = cpus
     fake = start_fake("current", ROOT, server_cpus)
-    affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     try:
-        if client_cpus:
-            os.sched_setaffinity(0, client_cpus)  # this process is the client here
         print(
             f"GET /healthz, sequential, for {args.healthz_rounds} x {args.healthz_seconds:g} s "
             f"idle and as long again while {args.scripts} loops of {args.loop_iterations:,} "
@@ -413,10 +450,9 @@ def measure_healthz(
             + (f"; server on CPU {sorted(server_cpus)}" if server_cpus else ""),
             flush=True,
         )
-        idle, busy, in_flight, load = asyncio.run(healthz_rounds(args, fake))
+        with pinned(client_cpus):  # this process is the client here
+            idle, busy, in_flight, load = asyncio.run(healthz_rounds(args, fake))
     finally:
-        if affinity is not None and client_cpus:
-            os.sched_setaffinity(0, affinity)
         fake.server.stop()
     everything = args.scripts + 1
     full = sum(1 for count in in_flight if count == everything) / len(in_flight)
@@ -632,10 +668,292 @@ def measure_stop(args: argparse.Namespace) -> bool:
     return met
 
 
+# -- 5. /healthz while a 10 MiB stream is written; live follow vs replay ----------------------
+
+#: A 2 MiB file the streamed commands write five times (10 MiB), made once per run.
+STREAM_PART = "/tmp/bench-stream"
+STREAM_PART_BYTES = 2 << 20
+STREAM_BYTES = 5 * STREAM_PART_BYTES
+MAKE_STREAM_PART = (
+    "s=$(printf '%01023d' 0); for i in $(seq 1 2048); do printf '%s\\n' \"$s\"; done"
+    f" > {STREAM_PART}; wc -c < {STREAM_PART}"
+)
+CAT_STREAM = "cat " + " ".join([STREAM_PART] * 5)
+#: A process that says it is ready, waits for a line of input, then writes the 10 MiB: a
+#: ``connect`` opened before the input sees every byte live.
+READY = "ready\n"
+GATED_STREAM = f"printf {READY!r}; read -r go; {CAT_STREAM}"
+#: What a connect carries after the ready frame: bashkit ends one run's stdout at 10 MiB, so
+#: the ready line takes its bytes off the end of the cat.
+PROCESS_STREAM_BYTES = STREAM_BYTES - len(READY)
+#: The streams fake's per-process journal: all 10 MiB must stay replayable.
+STREAM_OUTPUT_CAP = 16 << 20
+STREAM_KINDS = ("exec ?stream=true", "connect follow", "connect replay")
+
+
+@dataclass
+class StreamRun:
+    """What the stream client saw: seconds from the first byte of output to the end of the
+    stream, the payload bytes the frames carried, and the exit frame's status."""
+
+    seconds: float
+    payload: int
+    frames: int
+    exit_code: int | None
+
+    @property
+    def mib_per_s(self) -> float:
+        return self.payload / (1 << 20) / self.seconds if self.seconds else 0.0
+
+
+def stream_client(spec_json: str) -> None:
+    """The client of one stream, in its own process so that reading and parsing 14 MB of
+    NDJSON never delays the ``/healthz`` probe: prints ``connected`` once the headers (and
+    ``skip_lines`` lines) have arrived, ``started`` at the first byte after them, ``done`` at
+    the end of the stream, then its :class:`StreamRun` as JSON (or ``{"error": ...}``)."""
+    import base64
+    import http.client
+    import urllib.parse
+
+    spec = json.loads(spec_json)
+    url = urllib.parse.urlsplit(spec["url"])
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=DRAIN_TIMEOUT)
+    body = spec["body"].encode() if spec["body"] is not None else None
+    connection.request(spec["method"], f"{url.path}?{url.query}", body, spec["headers"])
+    response = connection.getresponse()
+    if response.status != 200:
+        say(json.dumps({"error": f"HTTP {response.status}: {response.read(300)!r}"}))
+        return
+    for _ in range(spec["skip_lines"]):
+        response.readline()
+    say("connected")
+    chunks = [response.read1(1 << 16)]
+    started = time.perf_counter()
+    say("started")
+    while chunks[-1]:
+        chunks.append(response.read1(1 << 16))
+    seconds = time.perf_counter() - started
+    say("done")
+    connection.close()
+    # Checked after the clock stopped: every byte arrived, in order, and the exit came last.
+    payload, frames, exit_code, seq = 0, 0, None, None
+    for line in b"".join(chunks).splitlines():
+        frame = json.loads(line)
+        frames += 1
+        if exit_code is not None or "error" in frame:
+            say(json.dumps({"error": f"unexpected frame {line[:200]!r}"}))
+            return
+        if "data_base64" in frame:
+            if seq is not None and frame["seq"] != seq + 1:
+                say(json.dumps({"error": f"seq {frame['seq']} after {seq}"}))
+                return
+            seq = frame["seq"]
+            payload += len(base64.b64decode(frame["data_base64"]))
+        elif "stdout" in frame or "stderr" in frame:
+            payload += len((frame.get("stdout") or frame.get("stderr") or "").encode())
+        elif "exit_code" in frame:
+            exit_code = frame["exit_code"]
+    say(json.dumps({"seconds": seconds, "payload": payload, "frames": frames, "exit": exit_code}))
+
+
+class StreamClient:
+    """A :func:`stream_client` process and the lines it prints."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def start(
+        cls, url: str, *, method: str = "GET", body: Any = None, skip_lines: int = 0
+    ) -> StreamClient:
+        spec = {
+            "url": url,
+            "method": method,
+            "headers": {"X-Api-Key": API_KEY, "Content-Type": "application/json"},
+            "body": None if body is None else json.dumps(body),
+            "skip_lines": skip_lines,
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            SCRIPT,
+            "--stream-client",
+            json.dumps(spec),
+            stdout=asyncio.subprocess.PIPE,
+            env=child_env(),
+        )
+        return cls(process)
+
+    async def line(self) -> str:
+        assert self.process.stdout is not None
+        raw = await asyncio.wait_for(self.process.stdout.readline(), DRAIN_TIMEOUT)
+        text = raw.decode().strip()
+        if not text or text.startswith("{"):
+            # Too early: an error, or the process ended.
+            raise BenchmarkError(f"stream client: {text or 'ended without a word'}")
+        return text
+
+    async def result(self) -> StreamRun:
+        assert self.process.stdout is not None
+        raw = await asyncio.wait_for(self.process.stdout.readline(), DRAIN_TIMEOUT)
+        await asyncio.wait_for(self.process.wait(), DRAIN_TIMEOUT)
+        answer = json.loads(raw or b'{"error": "no result"}')
+        if "error" in answer:
+            raise BenchmarkError(f"stream client: {answer['error']}")
+        return StreamRun(answer["seconds"], answer["payload"], answer["frames"], answer["exit"])
+
+    def kill(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+
+
+async def probed_stream(
+    probe: aiohttp.ClientSession, healthz_url: str, client: StreamClient, expected: int
+) -> tuple[StreamRun, list[float]]:
+    """``/healthz`` latencies sampled from the client's first byte to the end of its stream,
+    and what the client saw (checked: ``expected`` bytes of payload and exit 0)."""
+    await client.line()  # started
+    done = asyncio.ensure_future(client.line())
+    try:
+        latencies, _ = await sample_healthz(probe, healthz_url, DRAIN_TIMEOUT, 10**6, until=done)
+        await done
+    finally:
+        done.cancel()
+    run = await client.result()
+    if run.payload != expected or run.exit_code != 0:
+        raise BenchmarkError(f"stream carried {run.payload:,} bytes and exit {run.exit_code}")
+    return run, latencies
+
+
+async def stream_rounds(
+    args: argparse.Namespace, fake: Fake
+) -> tuple[list[float], dict[str, list[float]], dict[str, list[StreamRun]]]:
+    timeout = aiohttp.ClientTimeout(total=DRAIN_TIMEOUT)
+    healthz_url = f"{fake.base}/healthz"
+    sandbox_url = f"{fake.base}/v1/sandboxes/{fake.sandbox}"
+    idle: list[float] = []
+    during: dict[str, list[float]] = {kind: [] for kind in STREAM_KINDS}
+    runs: dict[str, list[StreamRun]] = {kind: [] for kind in STREAM_KINDS}
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1), timeout=timeout) as probe,
+        aiohttp.ClientSession(timeout=timeout, headers={"X-Api-Key": API_KEY}) as api,
+    ):
+
+        async def call(method: str, path: str, body: Any = None) -> Any:
+            async with api.request(method, sandbox_url + path, json=body) as response:
+                answer = await response.json()
+            if response.status != 200:
+                raise BenchmarkError(f"{method} {path}: HTTP {response.status} {answer}")
+            return answer["data"]
+
+        made = await call("POST", "/exec", {"cmd": "bash", "args": ["-c", MAKE_STREAM_PART]})
+        if made["result"]["stdout"] != f"{STREAM_PART_BYTES}\n":
+            raise BenchmarkError(f"could not write {STREAM_PART}: {made['result']}")
+        await sample_healthz(probe, healthz_url, 0.5, 500)  # warm up the probe's connection
+        clients: list[StreamClient] = []
+        try:
+            for _ in range(args.stream_rounds):
+                latencies, _ = await sample_healthz(
+                    probe, healthz_url, args.stream_idle_seconds, 10**6
+                )
+                idle += latencies
+                # exec ?stream=true: the command writes its 10 MiB as the stream goes.
+                body = {"cmd": "bash", "args": ["-c", CAT_STREAM], "stream": True}
+                client = await StreamClient.start(
+                    sandbox_url + "/exec?stream=true", method="POST", body=body
+                )
+                clients.append(client)
+                await client.line()  # connected
+                run, latencies = await probed_stream(probe, healthz_url, client, STREAM_BYTES)
+                during["exec ?stream=true"] += latencies
+                runs["exec ?stream=true"].append(run)
+                # connect follow: connected (past the "ready" frame) before the output exists.
+                process = await call(
+                    "POST", "/processes", {"cmd": "bash", "args": ["-c", GATED_STREAM]}
+                )
+                path = f"/processes/{process['process_id']}"
+                client = await StreamClient.start(
+                    sandbox_url + path + "/connect?after=0", skip_lines=1
+                )
+                clients.append(client)
+                await client.line()  # connected
+                go = base64.b64encode(b"go\n").decode()
+                await call("POST", path + "/input", {"data_base64": go})
+                run, latencies = await probed_stream(
+                    probe, healthz_url, client, PROCESS_STREAM_BYTES
+                )
+                during["connect follow"] += latencies
+                runs["connect follow"].append(run)
+                # connect replay: the same 10 MiB again, all of it already in the journal.
+                client = await StreamClient.start(sandbox_url + path + "/connect?after=1")
+                clients.append(client)
+                await client.line()  # connected
+                run, latencies = await probed_stream(
+                    probe, healthz_url, client, PROCESS_STREAM_BYTES
+                )
+                during["connect replay"] += latencies
+                runs["connect replay"].append(run)
+                await call("DELETE", path)
+        finally:
+            for client in clients:
+                client.kill()
+    return idle, during, runs
+
+
+def measure_streams(
+    args: argparse.Namespace, cpus: tuple[set[int] | None, set[int] | None]
+) -> bool:
+    server_cpus, client_cpus = cpus
+    fake = start_fake("streams", ROOT, server_cpus, output_cap=STREAM_OUTPUT_CAP)
+    try:
+        print(
+            f"GET /healthz, sequential, {args.stream_rounds} rounds of: "
+            f"{args.stream_idle_seconds:g} s idle, then while each of these streams "
+            f"{STREAM_BYTES >> 20} MiB (cat of a 2 MiB file x5) to a client in its own process:"
+            " POST /exec?stream=true; GET /connect"
+            " following a process from before its output (live); GET /connect replaying it"
+            f" after it exited (journal {STREAM_OUTPUT_CAP >> 20} MiB)"
+            + (f"; server on CPU {sorted(server_cpus)}" if server_cpus else ""),
+            flush=True,
+        )
+        with pinned(client_cpus):  # this process and its stream clients are the client here
+            idle, during, runs = asyncio.run(stream_rounds(args, fake))
+    finally:
+        fake.server.stop()
+    print(f"{'idle':<19}{describe(idle)}")
+    for kind in STREAM_KINDS:
+        print(f"{kind:<19}{describe(during[kind])}")
+    for kind in STREAM_KINDS:
+        rates = [run.mib_per_s for run in runs[kind]]
+        frames = statistics.median(run.frames for run in runs[kind])
+        print(
+            f"{kind:<19}{statistics.median(rates):7.1f} MiB/s of payload (median of rounds; "
+            f"{frames:,.0f} frames)"
+        )
+    worst = max(max(during[kind]) for kind in STREAM_KINDS)
+    met_max = bool(worst <= args.max_stream_healthz_ms)
+    label = "healthz max during 10 MiB streams"
+    target = f"<= {args.max_stream_healthz_ms:g} ms"
+    print(verdict(label, f"{worst:.2f} ms", target, met_max))
+    ratio = statistics.median(
+        follow.mib_per_s / replay.mib_per_s
+        for follow, replay in zip(runs["connect follow"], runs["connect replay"], strict=True)
+    )
+    met_ratio = bool(ratio >= args.min_follow_ratio)
+    label = "connect follow/replay throughput (median of rounds)"
+    print(
+        verdict(label, f"{ratio:.2f}x", f">= {args.min_follow_ratio:.2f}x", met_ratio), flush=True
+    )
+    return met_max and met_ratio
+
+
 # -- the script --------------------------------------------------------------------------------
 
 
-MEASUREMENTS = ("exec", "healthz", "memory", "stop")
+MEASUREMENTS = ("exec", "healthz", "memory", "stop", "streams")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -670,18 +988,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_group = parser.add_argument_group("stop")
     stop_group.add_argument("--stop-trials", type=int, default=10)
     stop_group.add_argument("--max-stop-ms", type=float, default=100.0)
-    # Internal entry point: this file is also the server process.
+    streams_group = parser.add_argument_group("streams")
+    streams_group.add_argument("--stream-rounds", type=int, default=5)
+    streams_group.add_argument(
+        "--stream-idle-seconds", type=float, default=1.0, help="idle sampling per round"
+    )
+    streams_group.add_argument("--max-stream-healthz-ms", type=float, default=10.0)
+    streams_group.add_argument("--min-follow-ratio", type=float, default=1.0)
+    # Internal entry points: this file is also the server process and the stream client.
     parser.add_argument("--serve", metavar="TREE", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-output-cap", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--stream-client", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.serve_output_cap)
+        return 0
+    if args.stream_client:
+        stream_client(args.stream_client)
         return 0
     if args.quick:
         args.rounds, args.seconds = 2, 1.0
         args.healthz_rounds, args.healthz_seconds = 1, 1.5
         args.sandboxes = 10
         args.stop_trials = 3
+        args.stream_rounds, args.stream_idle_seconds = 2, 0.5
 
     from throughput import split_cpus
 
@@ -698,8 +1029,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 met = measure_healthz(args, cpus)
             elif name == "memory":
                 met = measure_memory(args)
-            else:
+            elif name == "stop":
                 met = measure_stop(args)
+            else:
+                met = measure_streams(args, cpus)
         except BenchmarkError as exc:
             print(f"{name}: not a valid result: {exc}   INVALID", flush=True)
             met = False
