@@ -53,6 +53,9 @@ ALLOWED_SIGNALS = (
 )
 #: Signals that end the emulated process tree; the rest are delivered and ignored.
 _TERMINATING = frozenset({"SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGTERM"})
+#: Frames ``connect`` takes from the journal at a time: a replay of a large window (tiny frames
+#: of a PTY's echo, a raised cap) then never copies the whole window in one step.
+CONNECT_BATCH = 256
 
 
 class ProcessState(str, enum.Enum):
@@ -316,7 +319,7 @@ class ManagedProcess:
         ``output_offset_expired`` error frame ends the stream instead.
         """
         cursor = after
-        frames = self.output.since(cursor)
+        frames = self.output.since(cursor, CONNECT_BATCH)
         while True:
             for frame in frames:
                 yield frame
@@ -327,7 +330,7 @@ class ManagedProcess:
             if cursor >= self.output.newest_seq and not await self._changed(heartbeat_s):
                 yield {"type": "heartbeat"}
             try:
-                frames = self.output.since(cursor)
+                frames = self.output.since(cursor, CONNECT_BATCH)
             except OutputEvicted as evicted:
                 yield {
                     "type": "error",
