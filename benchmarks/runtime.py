@@ -1,8 +1,8 @@
 """What the sandbox runtime costs: exec throughput against an earlier revision, ``/healthz``
-latency while heavy scripts run, the memory and file descriptors destroyed sandboxes leave, and
-how fast running commands stop.
+latency while heavy scripts run, the memory and file descriptors destroyed sandboxes leave, how
+fast running commands stop, and whether a large stream holds the event loop.
 
-Four measurements, each printing its figure, its target and MET or BELOW:
+Five measurements, each printing its figure, its target and MET or BELOW:
 
 - **exec**: requests per second of ``POST /v1/sandboxes/{id}/exec`` (``echo hi``) on the fake at
   this checkout ("after") and at ``--baseline`` ("before", default: the last revision with the
@@ -18,13 +18,22 @@ Four measurements, each printing its figure, its target and MET or BELOW:
   ``gc.collect()``; target: after within 10% of before;
 - **stop**: in this process, the time from a DELETE of a process running a busy loop, a DELETE
   of a sandbox whose buffered exec runs one, and a ``/_fake/reset`` with three of them, to the
-  command's end; target: at most 100 ms each.
+  command's end; target: at most 100 ms each;
+- **streams**: on this checkout's fake (own process, process journal 16 MiB), in rounds: p50/p99/
+  max of sequential ``GET /healthz`` while idle, and while each of three 10 MiB streams runs to
+  a client in its own process: ``POST …/exec?stream=true`` of a ``cat``, ``GET …/connect`` of a
+  process followed from before its output, and ``GET …/connect`` replaying the same output once
+  it exited; each stream's payload MiB/s (seen by its client, from its headers, or the
+  follow's first frame, to the end of the stream; the client checks every byte arrived in
+  order); targets: ``/healthz`` max <= 10 ms during the streams, and
+  follow at least as fast as replay (median of the per-round ratios >= 1.0x).
 
 Usage::
 
-    python benchmarks/runtime.py                       # all three
+    python benchmarks/runtime.py                       # all five
     python benchmarks/runtime.py --quick               # short rounds: a smoke run
     python benchmarks/runtime.py --only exec --baseline abe5c93
+    python benchmarks/runtime.py --only streams --stream-rounds 5
     python benchmarks/runtime.py --check               # exit 1 when a target is missed
 
 Nothing here is a test; see benchmarks/README.md.
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import gc
 import json
@@ -60,6 +70,8 @@ if TYPE_CHECKING:
     from throughput import Run, Server
 
 ROOT = Path(__file__).resolve().parent.parent
+#: This file, which is also the server process and the stream client.
+SCRIPT = str(Path(__file__).resolve())
 API_KEY = "skp_benchmark"
 SHAPE = "s-1vcpu-1gb"
 EXEC_BODY = json.dumps({"cmd": "echo", "args": ["hi"]}, separators=(",", ":"))
@@ -92,8 +104,10 @@ def verdict(label: str, figure: str, target: str, met: bool) -> str:
 # -- the fake in its own process ---------------------------------------------------------------
 
 
-def serve(tree: str) -> None:
-    """Serve the fake of ``tree`` with one tenant and one running sandbox; print where."""
+def serve(tree: str, *, streams: bool = False) -> None:
+    """Serve the fake of ``tree`` with one tenant and one running sandbox; print where. For the
+    streams measurement (``streams``): a 16 MiB process journal, so that 10 MiB stays
+    replayable, and a :class:`LoopWatch` that prints its figures on each SIGUSR1."""
     import fake_server
     from fake_server import FakeCreateOS, ServerConfig
     from fake_server.runner import start_site
@@ -104,17 +118,62 @@ def serve(tree: str) -> None:
         raise SystemExit(f"imported {origin}, not the fake_server of {tree}")
 
     async def main() -> None:
-        fake = FakeCreateOS(ServerConfig(seed=1, api_keys=(API_KEY,), transition_ms=0))
+        config = ServerConfig(seed=1, api_keys=(API_KEY,), transition_ms=0)
+        if streams:
+            config = config.with_changes(output_cap_bytes=STREAM_OUTPUT_CAP)
+            watch = LoopWatch()
+            watching = asyncio.ensure_future(watch.run())
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, watch.report)
+        fake = FakeCreateOS(config)
         sandbox = fake.sandboxes.create(fake.tenant(API_KEY), CreateSpec(shape=SHAPE))
         _, url = await start_site(fake, "127.0.0.1", 0)
         info = {"url": url, "sandbox": sandbox.id, "fake_server": str(origin)}
         print(json.dumps(info), flush=True)
         await asyncio.Event().wait()
+        if streams:
+            watching.cancel()
 
     # SIGTERM (how the parent stops a server) ends it as quietly as Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with contextlib.suppress(KeyboardInterrupt, SystemExit):
         asyncio.run(main())
+
+
+class LoopWatch:
+    """A task on the served fake's loop that wakes every millisecond and keeps the longest
+    stretch between two of its turns, in CPU time of the loop's thread: how long the loop ran
+    something else without a break. Unlike a latency seen by a client, it does not count the
+    time the process waited for a CPU (other work on the machine), so it separates a stream
+    that holds the loop from a busy machine. It also keeps the longest garbage collection (CPU
+    time of the thread that ran it; it holds the interpreter, so the loop too), which any
+    allocation can start. ``report`` prints both as JSON and starts over."""
+
+    TICK_S = 0.001
+
+    def __init__(self) -> None:
+        self.longest_turn = 0.0
+        self.longest_gc = 0.0
+        self._gc_started = 0.0
+        gc.callbacks.append(self._collecting)
+
+    async def run(self) -> None:
+        cpu = time.thread_time()
+        while True:
+            await asyncio.sleep(self.TICK_S)
+            now = time.thread_time()
+            self.longest_turn = max(self.longest_turn, now - cpu)
+            cpu = now
+
+    def _collecting(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.thread_time()
+        else:
+            self.longest_gc = max(self.longest_gc, time.thread_time() - self._gc_started)
+
+    def report(self) -> None:
+        figures = {"turn_ms": self.longest_turn * 1000, "gc_ms": self.longest_gc * 1000}
+        print(json.dumps(figures), flush=True)
+        self.longest_turn = self.longest_gc = 0.0
 
 
 @dataclass
@@ -131,7 +190,7 @@ class Fake:
         return f"{self.base}/v1/sandboxes/{self.sandbox}/exec"
 
 
-def start_fake(name: str, tree: Path, cpus: set[int] | None) -> Fake:
+def start_fake(name: str, tree: Path, cpus: set[int] | None, *, streams: bool = False) -> Fake:
     """``runtime.py --serve TREE`` with ``TREE`` first on the path (and as the cwd), so the
     child imports that tree's ``fake_server``: this script's own directory, which Python puts
     first, holds none."""
@@ -140,6 +199,8 @@ def start_fake(name: str, tree: Path, cpus: set[int] | None) -> Fake:
     env = child_env()
     env["PYTHONPATH"] = str(tree)
     command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(tree)]
+    if streams:
+        command.append("--serve-streams")
     process, info = spawn_server(name, command, cpus, cwd=tree, env=env)
     headers = {"X-Api-Key": API_KEY, "Content-Type": "application/json"}
     fake = Fake(info["url"], info["sandbox"], Server(name, process, "", headers))
@@ -280,6 +341,20 @@ def measure_exec(args: argparse.Namespace, cpus: tuple[set[int] | None, set[int]
 # -- 2. /healthz latency while heavy scripts run ---------------------------------------------
 
 
+@contextlib.contextmanager
+def pinned(cpus: set[int] | None) -> Iterator[None]:
+    """Run this process (and the children it starts meanwhile) on ``cpus``; restore after."""
+    affinity = os.sched_getaffinity(0) if cpus and hasattr(os, "sched_getaffinity") else None
+    if affinity is None:
+        yield
+        return
+    os.sched_setaffinity(0, cpus or affinity)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, affinity)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (``q`` in 0..100) of a non-empty sequence."""
     ordered = sorted(values)
@@ -335,13 +410,19 @@ async def sample_healthz(
     seconds: float,
     limit: int,
     load: Load | None = None,
+    *,
+    until: asyncio.Future[Any] | None = None,
 ) -> tuple[list[float], list[int]]:
-    """Sequential GETs for ``seconds`` (at most ``limit``): their latencies in ms, and how many
-    scripts were in flight at each."""
+    """Sequential GETs for ``seconds`` (at most ``limit``, and only until ``until`` is done
+    when given): their latencies in ms, and how many scripts were in flight at each."""
     latencies: list[float] = []
     in_flight: list[int] = []
     deadline = time.perf_counter() + seconds
-    while len(latencies) < limit and time.perf_counter() < deadline:
+    while (
+        len(latencies) < limit
+        and time.perf_counter() < deadline
+        and (until is None or not until.done())
+    ):
         started = time.perf_counter()
         async with session.get(url) as response:
             await response.read()
@@ -401,10 +482,7 @@ def measure_healthz(
 ) -> bool:
     server_cpus, client_cpus = cpus
     fake = start_fake("current", ROOT, server_cpus)
-    affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     try:
-        if client_cpus:
-            os.sched_setaffinity(0, client_cpus)  # this process is the client here
         print(
             f"GET /healthz, sequential, for {args.healthz_rounds} x {args.healthz_seconds:g} s "
             f"idle and as long again while {args.scripts} loops of {args.loop_iterations:,} "
@@ -413,10 +491,9 @@ def measure_healthz(
             + (f"; server on CPU {sorted(server_cpus)}" if server_cpus else ""),
             flush=True,
         )
-        idle, busy, in_flight, load = asyncio.run(healthz_rounds(args, fake))
+        with pinned(client_cpus):  # this process is the client here
+            idle, busy, in_flight, load = asyncio.run(healthz_rounds(args, fake))
     finally:
-        if affinity is not None and client_cpus:
-            os.sched_setaffinity(0, affinity)
         fake.server.stop()
     everything = args.scripts + 1
     full = sum(1 for count in in_flight if count == everything) / len(in_flight)
@@ -632,10 +709,376 @@ def measure_stop(args: argparse.Namespace) -> bool:
     return met
 
 
+# -- 5. /healthz while a 10 MiB stream is written; live follow vs replay ----------------------
+
+#: A 2 MiB file the streamed commands write five times (10 MiB), made once per run.
+STREAM_PART = "/tmp/bench-stream"
+STREAM_PART_BYTES = 2 << 20
+STREAM_BYTES = 5 * STREAM_PART_BYTES
+MAKE_STREAM_PART = (
+    "s=$(printf '%01023d' 0); for i in $(seq 1 2048); do printf '%s\\n' \"$s\"; done"
+    f" > {STREAM_PART}; wc -c < {STREAM_PART}"
+)
+CAT_STREAM = "cat " + " ".join([STREAM_PART] * 5)
+#: A process that says it is ready, waits for a line of input, then writes the 10 MiB: a
+#: ``connect`` opened before the input sees every byte live.
+READY = "ready\n"
+GATED_STREAM = f"printf {READY!r}; read -r go; {CAT_STREAM}"
+#: What a connect carries after the ready frame: bashkit ends one run's stdout at 10 MiB, so
+#: the ready line takes its bytes off the end of the cat.
+PROCESS_STREAM_BYTES = STREAM_BYTES - len(READY)
+#: The streams fake's per-process journal: all 10 MiB must stay replayable.
+STREAM_OUTPUT_CAP = 16 << 20
+STREAM_KINDS = ("exec ?stream=true", "connect follow", "connect replay")
+
+
+@dataclass
+class StreamRun:
+    """What the stream client saw: seconds from ``connected`` (see :func:`stream_client`) to
+    the end of the stream, the payload bytes its frames carried, and the exit frame's status."""
+
+    seconds: float
+    payload: int
+    frames: int
+    exit_code: int | None
+
+    @property
+    def mib_per_s(self) -> float:
+        return self.payload / (1 << 20) / self.seconds if self.seconds else 0.0
+
+
+def stream_client(spec_json: str) -> None:
+    """The client of one stream, in its own process so that reading 14 MB of NDJSON never
+    delays the ``/healthz`` probe, and over a bare socket with a 1 MiB receive buffer so that it
+    costs little CPU and is never what limits the stream's speed (http.client decodes chunks in
+    Python and was). Prints ``connected`` once the headers (and ``skip_lines`` lines) arrived,
+    ``done`` at the end of the stream, then its :class:`StreamRun` as JSON (or ``{"error":
+    ...}``); the frames are decoded and checked only after the clock stopped."""
+    import socket
+    import urllib.parse
+
+    spec = json.loads(spec_json)
+    url = urllib.parse.urlsplit(spec["url"])
+    body = (spec["body"] or "").encode()
+    head = [
+        f"{spec['method']} {url.path}?{url.query} HTTP/1.1",
+        f"Host: {url.netloc}",
+        "Connection: close",  # the end of the answer is the end of the connection
+        f"Content-Length: {len(body)}",
+        *(f"{name}: {value}" for name, value in spec["headers"].items()),
+    ]
+    received = bytearray()
+    buffer = bytearray(1 << 20)
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    with socket.create_connection((url.hostname, url.port), timeout=DRAIN_TIMEOUT) as sock:
+
+        def receive() -> int:
+            count = sock.recv_into(buffer)
+            received.extend(memoryview(buffer)[:count])
+            return count
+
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        while b"\r\n\r\n" not in received and receive():
+            pass
+        headers, _, _ = bytes(received).partition(b"\r\n\r\n")
+        if not headers.startswith(b"HTTP/1.1 200 "):
+            say(json.dumps({"error": f"answer {bytes(received[:300])!r}"}))
+            return
+        # Every NDJSON line ends in "}\n", which neither JSON text nor chunk framing contains.
+        while received.count(b"}\n") < spec["skip_lines"] and receive():
+            pass
+        started = time.perf_counter()
+        say("connected")
+        while receive():
+            pass
+        seconds = time.perf_counter() - started
+    say("done")
+    frames, problem = _ndjson_frames(bytes(received))
+    if problem:
+        say(json.dumps({"error": problem}))
+        return
+    payload, exit_code, seq = 0, None, None
+    for frame in frames[spec["skip_lines"] :]:
+        if exit_code is not None or "error" in frame:
+            say(json.dumps({"error": f"unexpected frame {json.dumps(frame)[:200]}"}))
+            return
+        if "data_base64" in frame:
+            if seq is not None and frame["seq"] != seq + 1:
+                say(json.dumps({"error": f"seq {frame['seq']} after {seq}"}))
+                return
+            seq = frame["seq"]
+            payload += len(base64.b64decode(frame["data_base64"]))
+        elif "stdout" in frame or "stderr" in frame:
+            payload += len((frame.get("stdout") or frame.get("stderr") or "").encode())
+        elif "exit_code" in frame:
+            exit_code = frame["exit_code"]
+    frame_count = len(frames) - spec["skip_lines"]
+    say(
+        json.dumps(
+            {"seconds": seconds, "payload": payload, "frames": frame_count, "exit": exit_code}
+        )
+    )
+
+
+def _ndjson_frames(answer: bytes) -> tuple[list[dict[str, Any]], str]:
+    """The frames of a chunked NDJSON answer (headers included), or a problem."""
+    headers, _, raw = answer.partition(b"\r\n\r\n")
+    if b"transfer-encoding: chunked" not in headers.lower():
+        return [], f"not a chunked answer: {headers!r}"
+    body = bytearray()
+    position = 0
+    while True:
+        end = raw.find(b"\r\n", position)
+        if end < 0:
+            return [], "the answer ends inside its chunks"
+        size = int(raw[position:end].split(b";")[0], 16)
+        if size == 0:
+            break
+        body += raw[end + 2 : end + 2 + size]
+        position = end + 2 + size + 2
+    return [json.loads(line) for line in body.splitlines()], ""
+
+
+class StreamClient:
+    """A :func:`stream_client` process and the lines it prints."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def start(
+        cls, url: str, *, method: str = "GET", body: Any = None, skip_lines: int = 0
+    ) -> StreamClient:
+        spec = {
+            "url": url,
+            "method": method,
+            "headers": {"X-Api-Key": API_KEY, "Content-Type": "application/json"},
+            "body": None if body is None else json.dumps(body),
+            "skip_lines": skip_lines,
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            SCRIPT,
+            "--stream-client",
+            json.dumps(spec),
+            stdout=asyncio.subprocess.PIPE,
+            env=child_env(),
+        )
+        return cls(process)
+
+    async def line(self) -> str:
+        assert self.process.stdout is not None
+        raw = await asyncio.wait_for(self.process.stdout.readline(), DRAIN_TIMEOUT)
+        text = raw.decode().strip()
+        if not text or text.startswith("{"):
+            # Too early: an error, or the process ended.
+            raise BenchmarkError(f"stream client: {text or 'ended without a word'}")
+        return text
+
+    async def result(self) -> StreamRun:
+        assert self.process.stdout is not None
+        raw = await asyncio.wait_for(self.process.stdout.readline(), DRAIN_TIMEOUT)
+        await asyncio.wait_for(self.process.wait(), DRAIN_TIMEOUT)
+        answer = json.loads(raw or b'{"error": "no result"}')
+        if "error" in answer:
+            raise BenchmarkError(f"stream client: {answer['error']}")
+        return StreamRun(answer["seconds"], answer["payload"], answer["frames"], answer["exit"])
+
+    def kill(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+
+
+async def probed_stream(
+    probe: aiohttp.ClientSession, healthz_url: str, client: StreamClient, expected: int
+) -> tuple[StreamRun, list[float]]:
+    """``/healthz`` latencies sampled until the client (connected) saw the end of its stream,
+    and what the client saw (checked: ``expected`` bytes of payload and exit 0)."""
+    done = asyncio.ensure_future(client.line())
+    try:
+        latencies, _ = await sample_healthz(probe, healthz_url, DRAIN_TIMEOUT, 10**6, until=done)
+        await done
+    finally:
+        done.cancel()
+    run = await client.result()
+    if run.payload != expected or run.exit_code != 0:
+        raise BenchmarkError(f"stream carried {run.payload:,} bytes and exit {run.exit_code}")
+    return run, latencies
+
+
+@dataclass
+class StreamFigures:
+    """By phase (``idle`` and each of ``STREAM_KINDS``): ``/healthz`` latencies (ms), and the
+    server loop's longest turn and longest garbage collection (CPU ms, one per round); each
+    stream's runs; and the seconds a process took to write the 10 MiB with no reader."""
+
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    loop_turn_ms: dict[str, list[float]] = field(default_factory=dict)
+    gc_ms: dict[str, list[float]] = field(default_factory=dict)
+    runs: dict[str, list[StreamRun]] = field(default_factory=dict)
+    unread_seconds: list[float] = field(default_factory=list)
+
+    def add(self, phase: str, latencies: list[float], stretch: tuple[float, float]) -> None:
+        self.latencies.setdefault(phase, []).extend(latencies)
+        self.loop_turn_ms.setdefault(phase, []).append(stretch[0])
+        self.gc_ms.setdefault(phase, []).append(stretch[1])
+
+
+async def loop_stretch(fake: Fake) -> tuple[float, float]:
+    """The served fake's longest loop turn and longest garbage collection (CPU ms) since the
+    last call (see LoopWatch)."""
+    process = fake.server.process
+    assert process.stdout is not None
+    process.send_signal(signal.SIGUSR1)
+    line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), DRAIN_TIMEOUT)
+    figures = json.loads(line)
+    return float(figures["turn_ms"]), float(figures["gc_ms"])
+
+
+async def stream_rounds(args: argparse.Namespace, fake: Fake) -> StreamFigures:
+    timeout = aiohttp.ClientTimeout(total=DRAIN_TIMEOUT)
+    healthz_url = f"{fake.base}/healthz"
+    sandbox_url = f"{fake.base}/v1/sandboxes/{fake.sandbox}"
+    figures = StreamFigures()
+    clients: list[StreamClient] = []
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1), timeout=timeout) as probe,
+        aiohttp.ClientSession(timeout=timeout, headers={"X-Api-Key": API_KEY}) as api,
+    ):
+
+        async def call(method: str, path: str, body: Any = None) -> Any:
+            async with api.request(method, sandbox_url + path, json=body) as response:
+                answer = await response.json()
+            if response.status != 200:
+                raise BenchmarkError(f"{method} {path}: HTTP {response.status} {answer}")
+            return answer["data"]
+
+        async def stream(
+            kind: str, url: str, expected: int, *, start: str | None = None, **options: Any
+        ) -> None:
+            """Run one stream (its client connected first, then a line of input to the
+            process at ``start`` if given) while sampling ``/healthz``."""
+            await loop_stretch(fake)  # start the watch over
+            client = await StreamClient.start(url, **options)
+            clients.append(client)
+            await client.line()  # connected
+            if start is not None:
+                go = base64.b64encode(b"go\n").decode()
+                await call("POST", start + "/input", {"data_base64": go})
+            run, latencies = await probed_stream(probe, healthz_url, client, expected)
+            figures.add(kind, latencies, await loop_stretch(fake))
+            figures.runs.setdefault(kind, []).append(run)
+
+        made = await call("POST", "/exec", {"cmd": "bash", "args": ["-c", MAKE_STREAM_PART]})
+        if made["result"]["stdout"] != f"{STREAM_PART_BYTES}\n":
+            raise BenchmarkError(f"could not write {STREAM_PART}: {made['result']}")
+        await sample_healthz(probe, healthz_url, 0.5, 500)  # warm up the probe's connection
+        try:
+            for _ in range(args.stream_rounds):
+                await loop_stretch(fake)
+                latencies, _ = await sample_healthz(
+                    probe, healthz_url, args.stream_idle_seconds, 10**6
+                )
+                figures.add("idle", latencies, await loop_stretch(fake))
+                # exec ?stream=true: the command writes its 10 MiB as the stream goes.
+                body = {"cmd": "bash", "args": ["-c", CAT_STREAM], "stream": True}
+                url = sandbox_url + "/exec?stream=true"
+                await stream("exec ?stream=true", url, STREAM_BYTES, method="POST", body=body)
+                # connect follow: connected (past the "ready" frame) before the output exists;
+                # then replay: the same output again, all of it in the journal by now.
+                body = {"cmd": "bash", "args": ["-c", GATED_STREAM]}
+                path = f"/processes/{(await call('POST', '/processes', body))['process_id']}"
+                url = f"{sandbox_url}{path}/connect"
+                follow = url + "?after=0"
+                await stream(
+                    "connect follow", follow, PROCESS_STREAM_BYTES, start=path, skip_lines=1
+                )
+                await stream("connect replay", url + "?after=1", PROCESS_STREAM_BYTES)
+                await call("DELETE", path)
+                # No reader: how fast the shell hands a process's output to the fake.
+                started = time.perf_counter()
+                body = {"cmd": "bash", "args": ["-c", CAT_STREAM]}
+                path = f"/processes/{(await call('POST', '/processes', body))['process_id']}"
+                ended = await call("GET", path + "/wait")
+                figures.unread_seconds.append(time.perf_counter() - started)
+                if ended["output"]["bytes"] != STREAM_BYTES:
+                    raise BenchmarkError(f"the unread process wrote {ended['output']}")
+                await call("DELETE", path)
+        finally:
+            for client in clients:
+                client.kill()
+    return figures
+
+
+def measure_streams(
+    args: argparse.Namespace, cpus: tuple[set[int] | None, set[int] | None]
+) -> bool:
+    server_cpus, client_cpus = cpus
+    fake = start_fake("streams", ROOT, server_cpus, streams=True)
+    try:
+        print(
+            f"GET /healthz, sequential, {args.stream_rounds} rounds of: "
+            f"{args.stream_idle_seconds:g} s idle, then while each of these streams "
+            f"{STREAM_BYTES >> 20} MiB (cat of a 2 MiB file x5) to a client in its own process:"
+            " POST /exec?stream=true; GET /connect"
+            " following a process from before its output (live); GET /connect replaying it"
+            f" after it exited (journal {STREAM_OUTPUT_CAP >> 20} MiB)"
+            + (f"; server on CPU {sorted(server_cpus)}" if server_cpus else ""),
+            flush=True,
+        )
+        with pinned(client_cpus):  # this process and its stream clients are the client here
+            figures = asyncio.run(stream_rounds(args, fake))
+    finally:
+        fake.server.stop()
+    phases = ("idle", *STREAM_KINDS)
+    for phase in phases:
+        print(f"{phase:<19}{describe(figures.latencies[phase])}")
+    print("server loop (CPU time, max of rounds): longest turn / longest garbage collection")
+    print(
+        "  "
+        + ", ".join(
+            f"{phase} {max(figures.loop_turn_ms[phase]):.1f} / {max(figures.gc_ms[phase]):.1f} ms"
+            for phase in phases
+        )
+    )
+    for kind in STREAM_KINDS:
+        rates = [run.mib_per_s for run in figures.runs[kind]]
+        frames = statistics.median(run.frames for run in figures.runs[kind])
+        print(
+            f"{kind:<19}{statistics.median(rates):7.1f} MiB/s of payload (median of rounds; "
+            f"{frames:,.0f} frames)"
+        )
+    unread = (STREAM_BYTES >> 20) / statistics.median(figures.unread_seconds)
+    print(
+        f"{'no reader':<19}{unread:7.1f} MiB/s: a process writing the 10 MiB while nobody"
+        " reads (create to /wait): the pace at which bash hands output to the fake"
+    )
+    worst = max(max(figures.latencies[kind]) for kind in STREAM_KINDS)
+    met_max = bool(worst <= args.max_stream_healthz_ms)
+    label = "healthz max during 10 MiB streams"
+    figure = f"{worst:.2f} ms (idle: {max(figures.latencies['idle']):.2f} ms)"
+    print(verdict(label, figure, f"<= {args.max_stream_healthz_ms:g} ms", met_max))
+    ratio = statistics.median(
+        follow.mib_per_s / replay.mib_per_s
+        for follow, replay in zip(
+            figures.runs["connect follow"], figures.runs["connect replay"], strict=True
+        )
+    )
+    met_ratio = bool(ratio >= args.min_follow_ratio)
+    label = "connect follow/replay throughput (median of rounds)"
+    print(
+        verdict(label, f"{ratio:.2f}x", f">= {args.min_follow_ratio:.2f}x", met_ratio), flush=True
+    )
+    return met_max and met_ratio
+
+
 # -- the script --------------------------------------------------------------------------------
 
 
-MEASUREMENTS = ("exec", "healthz", "memory", "stop")
+MEASUREMENTS = ("exec", "healthz", "memory", "stop", "streams")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -670,18 +1113,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_group = parser.add_argument_group("stop")
     stop_group.add_argument("--stop-trials", type=int, default=10)
     stop_group.add_argument("--max-stop-ms", type=float, default=100.0)
-    # Internal entry point: this file is also the server process.
+    streams_group = parser.add_argument_group("streams")
+    streams_group.add_argument("--stream-rounds", type=int, default=5)
+    streams_group.add_argument(
+        "--stream-idle-seconds", type=float, default=1.0, help="idle sampling per round"
+    )
+    streams_group.add_argument("--max-stream-healthz-ms", type=float, default=10.0)
+    streams_group.add_argument("--min-follow-ratio", type=float, default=1.0)
+    # Internal entry points: this file is also the server process and the stream client.
     parser.add_argument("--serve", metavar="TREE", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-streams", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--stream-client", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, streams=args.serve_streams)
+        return 0
+    if args.stream_client:
+        stream_client(args.stream_client)
         return 0
     if args.quick:
         args.rounds, args.seconds = 2, 1.0
         args.healthz_rounds, args.healthz_seconds = 1, 1.5
         args.sandboxes = 10
         args.stop_trials = 3
+        args.stream_rounds, args.stream_idle_seconds = 2, 0.5
 
     from throughput import split_cpus
 
@@ -698,8 +1154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 met = measure_healthz(args, cpus)
             elif name == "memory":
                 met = measure_memory(args)
-            else:
+            elif name == "stop":
                 met = measure_stop(args)
+            else:
+                met = measure_streams(args, cpus)
         except BenchmarkError as exc:
             print(f"{name}: not a valid result: {exc}   INVALID", flush=True)
             met = False

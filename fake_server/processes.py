@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import enum
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +53,9 @@ ALLOWED_SIGNALS = (
 )
 #: Signals that end the emulated process tree; the rest are delivered and ignored.
 _TERMINATING = frozenset({"SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGTERM"})
+#: Frames ``connect`` takes from the journal at a time: a replay of a large window (tiny frames
+#: of a PTY's echo, a raised cap) then never copies the whole window in one step.
+CONNECT_BATCH = 256
 
 
 class ProcessState(str, enum.Enum):
@@ -90,40 +92,67 @@ class OutputFrame:
 class OutputJournal:
     """Output frames numbered from 1 across stdout and stderr, the oldest evicted past a byte cap.
 
-    Example::
+    The retained frames always carry consecutive numbers, ``oldest_seq`` to ``newest_seq``
+    (each append takes the next number; eviction only ever drops the oldest), so they are kept
+    by number and :meth:`since` looks up the frames it returns instead of scanning the window:
+    O(1 + returned). A live follower asks for the few newest frames after every write; a scan
+    made each of those calls cost the whole window.
 
-        output = OutputJournal(cap=10)
-        output.append("stdout", b"hello")
-        output.since(0)        # [OutputFrame(seq=1, ...)]
+    Example:
+        >>> output = OutputJournal(cap=10)
+        >>> output.append("stdout", b"hello").seq
+        1
+        >>> [(frame.seq, frame.data) for frame in output.since(0)]
+        [(1, b'hello')]
+        >>> output.append("stderr", b"world!").seq  # 11 bytes: frame 1 no longer fits
+        2
+        >>> output.window()
+        {'oldest_seq': 2, 'newest_seq': 2, 'bytes': 6}
+        >>> output.since(0)
+        Traceback (most recent call last):
+        fake_server.processes.OutputEvicted: output_offset_expired
     """
 
     def __init__(self, cap: int = DEFAULT_OUTPUT_CAP) -> None:
         self.cap = cap
-        self._frames: deque[OutputFrame] = deque()
+        #: The retained frames by number: ``oldest_seq`` to ``newest_seq``, none missing.
+        self._frames: dict[int, OutputFrame] = {}
         self.bytes = 0
         self.newest_seq = 0
 
     @property
     def oldest_seq(self) -> int:
-        return self._frames[0].seq if self._frames else self.newest_seq
+        """The oldest retained frame's number (``newest_seq`` while there is none)."""
+        return self.newest_seq - len(self._frames) + 1 if self._frames else self.newest_seq
 
     def append(self, stream: str, data: bytes) -> OutputFrame:
+        """Add the next frame, then evict the oldest while over the cap (the newest always
+        stays, however large)."""
         self.newest_seq += 1
         frame = OutputFrame(self.newest_seq, stream, data)
-        self._frames.append(frame)
+        self._frames[frame.seq] = frame
         self.bytes += len(data)
         while self.bytes > self.cap and len(self._frames) > 1:
-            self.bytes -= len(self._frames.popleft().data)
+            self.bytes -= len(self._frames.pop(self.oldest_seq).data)
         return frame
 
-    def since(self, after: int) -> list[OutputFrame]:
-        """Frames with ``seq > after``; raises :class:`OutputEvicted` if some were dropped."""
-        first_needed = after + 1
-        if first_needed <= self.newest_seq and (
-            not self._frames or first_needed < self._frames[0].seq
-        ):
+    def since(self, after: int, limit: int | None = None) -> list[OutputFrame]:
+        """Frames with ``seq > after``, oldest first, at most ``limit`` of them; raises
+        :class:`OutputEvicted` if some of them were dropped.
+
+        Example:
+            >>> output = OutputJournal()
+            >>> for data in (b"a", b"b", b"c"):
+            ...     _ = output.append("stdout", data)
+            >>> [frame.seq for frame in output.since(0, limit=2)], output.since(3)
+            ([1, 2], [])
+        """
+        first = after + 1
+        if first <= self.newest_seq and (not self._frames or first < self.oldest_seq):
             raise OutputEvicted(self.oldest_seq if self._frames else self.newest_seq + 1)
-        return [frame for frame in self._frames if frame.seq > after]
+        last = self.newest_seq if limit is None else min(self.newest_seq, after + limit)
+        frames = self._frames
+        return [frames[seq] for seq in range(first, last + 1)]
 
     def window(self) -> dict[str, int]:
         return {"oldest_seq": self.oldest_seq, "newest_seq": self.newest_seq, "bytes": self.bytes}
@@ -290,7 +319,7 @@ class ManagedProcess:
         ``output_offset_expired`` error frame ends the stream instead.
         """
         cursor = after
-        frames = self.output.since(cursor)
+        frames = self.output.since(cursor, CONNECT_BATCH)
         while True:
             for frame in frames:
                 yield frame
@@ -301,7 +330,7 @@ class ManagedProcess:
             if cursor >= self.output.newest_seq and not await self._changed(heartbeat_s):
                 yield {"type": "heartbeat"}
             try:
-                frames = self.output.since(cursor)
+                frames = self.output.since(cursor, CONNECT_BATCH)
             except OutputEvicted as evicted:
                 yield {
                     "type": "error",

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["BufferSink", "CappedSink", "OutputSink", "StdinReader"]
+__all__ = ["BufferSink", "CappedSink", "LoopBudget", "OutputSink", "StdinReader"]
 
 STDIN_FED_AFTER_CLOSE = "stdin is closed"
 
@@ -191,3 +191,40 @@ class CappedSink:
 
     def getvalue(self) -> bytes:
         return bytes(self._data)
+
+
+class LoopBudget:
+    """How much work a task does before it lets the event loop run the others: :meth:`spend`
+    counts the work and, each time ``budget`` is used up, gives the loop one turn.
+
+    A stream writer needs this: aiohttp's ``write`` waits only while the transport is paused
+    (a client that does not keep up), so frames already at hand for a client that reads fast
+    (a replay, a command writing 10 MiB) were all written in one go, and every other request
+    waited for the whole stream.
+
+    Example:
+        >>> import asyncio
+        >>> async def stream() -> None:
+        ...     budget = LoopBudget(64 << 10)
+        ...     for _ in range(48):
+        ...         await budget.spend(4096)  # a 4 KiB write: a turn for others every 16
+        >>> async def turns_others_had() -> int:
+        ...     writer, turns = asyncio.ensure_future(stream()), 0
+        ...     while not writer.done():
+        ...         await asyncio.sleep(0)
+        ...         turns += 1
+        ...     return turns
+        >>> asyncio.run(turns_others_had())  # 3 during the stream, and the one it ended in
+        4
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._spent = 0
+
+    async def spend(self, amount: int) -> None:
+        """Count ``amount`` of work; yield one loop turn once the budget is used up."""
+        self._spent += amount
+        if self._spent >= self.budget:
+            self._spent = 0
+            await asyncio.sleep(0)

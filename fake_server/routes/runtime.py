@@ -27,6 +27,7 @@ from fake_server.routes.common import (
     unless_client_leaves,
 )
 from fake_server.runtime import ExecSpec, ProcessSpec, Runtime
+from fake_server.streams import LoopBudget
 from fake_server.validation import query_int
 
 NDJSON = "application/x-ndjson"
@@ -62,15 +63,22 @@ async def stream_ndjson(
     return response
 
 
+#: Bytes a stream writes before other requests get a turn of the loop: about a millisecond of
+#: encoding and writing, so a large stream never holds the loop long (see LoopBudget).
+WRITE_SLICE = 64 << 10
+
+
 async def _write(
     request: web.Request, response: web.StreamResponse, lines: AsyncIterator[bytes | None]
 ) -> None:
+    budget = LoopBudget(WRITE_SLICE)
     async for line in lines:
         if line is None:  # a disconnect fault: the connection dies mid-stream
             if request.transport is not None:
                 request.transport.abort()
             return
         await response.write(line)
+        await budget.spend(len(line))
     await response.write_eof()
 
 
