@@ -109,7 +109,7 @@ def serve(tree: str, *, streams: bool = False) -> None:
     streams measurement (``streams``): a 16 MiB process journal, so that 10 MiB stays
     replayable, and a :class:`LoopWatch` that prints its figures on each SIGUSR1."""
     import fake_server
-    from fake_server import FakeCreateOS, ServerConfig
+    from fake_server import FakeCreateOS, ServerConfig, cli
     from fake_server.runner import start_site
     from fake_server.sandboxes import CreateSpec
 
@@ -127,6 +127,8 @@ def serve(tree: str, *, streams: bool = False) -> None:
         fake = FakeCreateOS(config)
         sandbox = fake.sandboxes.create(fake.tenant(API_KEY), CreateSpec(shape=SHAPE))
         _, url = await start_site(fake, "127.0.0.1", 0)
+        if hasattr(cli, "freeze_startup_heap"):  # as fake-createos serve does (older trees: not)
+            cli.freeze_startup_heap()
         info = {"url": url, "sandbox": sandbox.id, "fake_server": str(origin)}
         print(json.dumps(info), flush=True)
         await asyncio.Event().wait()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import json
 import signal
@@ -235,6 +236,21 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     )
 
 
+def freeze_startup_heap() -> None:
+    """Move what start-up made (modules, the app, the catalog) out of the garbage collector's
+    reach: a full collection then walks only what requests make, instead of holding the loop
+    for 14 to 26 ms of CPU each time a stream's frames trigger one (``gc.freeze``). Only the
+    standalone server does this; an in-process fake shares its process with the user's code.
+
+    Example::
+
+        runner, url = await start_site(fake, host, port)
+        freeze_startup_heap()
+    """
+    gc.collect()
+    gc.freeze()
+
+
 async def _serve(fake: FakeCreateOS, host: str, port: int) -> None:
     stopped = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -242,6 +258,7 @@ async def _serve(fake: FakeCreateOS, host: str, port: int) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stopped.set)
     runner, url = await start_site(fake, host, port)
+    freeze_startup_heap()
     print(url, flush=True)
     print(f"seed={fake.seed} dashboard={url}/_fake/", file=sys.stderr, flush=True)
     try:
