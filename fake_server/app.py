@@ -23,7 +23,8 @@ from fake_server.control_access import check_control_access
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
 from fake_server.lifecycle import Status
-from fake_server.routes import control, dashboard, meta, openapi, runtime, sandboxes
+from fake_server.route_table import CONTROL_PREFIX
+from fake_server.routes import served as served_routes
 from fake_server.routes.common import (
     FAKE,
     SCOPE,
@@ -58,13 +59,9 @@ def build_app(fake: FakeCreateOS) -> web.Application:
     )
     app[FAKE] = fake
     request_ids = itertools.count(1)
-    for module in (meta, sandboxes, runtime, control, dashboard, openapi):
-        for method, template, handler in module.ROUTES:
-            served = _served(fake, request_ids, handler, method=method, template=template)
-            app.router.add_route(method, template, served)
-            if method == "GET":  # as any HTTP server does: the GET's headers, no body
-                head = _served(fake, request_ids, handler, method="HEAD", template=template)
-                app.router.add_route("HEAD", template, head)
+    for method, template, handler in served_routes():
+        served = _served(fake, request_ids, handler, method=method, template=template)
+        app.router.add_route(method, template, served)
     # Last, so that it only ever sees what no other route matched.
     served = _served(fake, request_ids, _unrouted, method="*", template=None)
     # [\s\S], not ".": a path may hold an encoded newline (%0a), and "." stops at it.
@@ -97,7 +94,7 @@ def _served(
     journal, clock, faults = fake.journal, fake.clock, fake.faults
     path = template or ""
     # The control API is never subject to fault rules: it is how a test recovers.
-    is_control = path.startswith("/_fake/")
+    is_control = path.startswith(CONTROL_PREFIX)
     authenticated = path.startswith("/v1/") and path not in PUBLIC_PATHS
     # Reads of the control API (a dashboard polls them every second) would only crowd the
     # API's own requests out of the bounded journal.
