@@ -28,6 +28,7 @@ from fake_server.journal import Entry, Journal
 from fake_server.lifecycle import Lifecycle, TransitionEvent
 from fake_server.network import Responder
 from fake_server.processes import ManagedProcess
+from fake_server.routes import route_table
 from fake_server.runtime import Runtime
 from fake_server.sandbox import Sandbox
 from fake_server.sandboxes import SandboxService
@@ -75,7 +76,7 @@ class FakeCreateOS:
             on_going_away=self.runtime.stop_all,
             destroyed_kept=config.destroyed_kept,
         )
-        self.faults = FaultEngine(self.ids.seed)
+        self.faults = FaultEngine(self.ids.seed, route_table())
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)
         for key in config.api_keys:
             self.tenants.register(key)

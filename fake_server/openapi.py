@@ -449,7 +449,8 @@ def _fault_rule_in() -> Schema:
                     "method": string(),
                     "route": string(
                         description="A route template, optionally with its method: "
-                        "`DELETE /v1/sandboxes/{id}`."
+                        "`DELETE /v1/sandboxes/{id}`. It must name a route the fake serves "
+                        "outside `/_fake/` (else 400, with the routes it probably meant)."
                     ),
                     "sandbox": string(),
                     "tenant": string(),
@@ -1406,7 +1407,7 @@ def _control_paths() -> dict[str, Any]:
             ),
             "post": control(
                 "fakeAddFaults",
-                'Add one rule or `{"rules": [...]}` (all or none)',
+                'Add one rule, a list of rules or `{"rules": [...]}` (all or none)',
                 ok_response(
                     "The new rules' ids.",
                     obj({"ids": array(string())}),
@@ -1417,6 +1418,7 @@ def _control_paths() -> dict[str, Any]:
                     {
                         "anyOf": [
                             ref("FaultRuleIn"),
+                            array(ref("FaultRuleIn"), minItems=1),
                             obj({"rules": array(ref("FaultRuleIn"), minItems=1)}),
                         ]
                     },

@@ -576,3 +576,86 @@ async def test_removing_a_gate_rule_releases_and_forgets_the_gate(
     assert "g" not in fake.faults.gates
     again = fake.faults.gate("g", route="POST /v1/sandboxes")
     assert not again.opened  # a new gate of the same name starts closed
+
+
+MISSPELT = {
+    "GET /v1/sandbox/{id}": "did you mean GET /v1/sandboxes/{id}",
+    "GIT /v1/sandboxes/{id}": "no method 'GIT'; use DELETE, GET, HEAD, PATCH, POST, PUT",
+    "DELETE /v1/sandboxes/:id": "did you mean DELETE /v1/sandboxes/{id}?",
+    "DELETE /v1/sandboxes/sb_X": "use DELETE /v1/sandboxes/{id} with sandbox=<its id>",
+    "/_fake/faults": "fault rules never apply to the control API",
+}
+
+
+@pytest.mark.parametrize(("route", "message"), MISSPELT.items())
+def test_a_rule_on_a_route_nobody_serves_is_refused(
+    fake: FakeCreateOS, route: str, message: str
+) -> None:
+    with pytest.raises(FaultError, match=r"^invalid fault rule: match") as refused:
+        fake.faults.reset(route=route)
+    assert message in str(refused.value)
+    assert fake.faults.rules == []
+
+
+def test_an_unknown_method_alone_is_refused(fake: FakeCreateOS) -> None:
+    with pytest.raises(FaultError, match=r"no method 'GIT'.*did you mean GET"):
+        fake.faults.reset(method="git")
+
+
+@pytest.mark.parametrize(
+    "match",
+    [
+        {},
+        {"method": "get"},
+        {"route": "/v1/sandboxes/{id}/exec"},
+        {"route": "delete /v1/sandboxes/{id}"},
+        {"method": "DELETE", "route": "/v1/sandboxes/{id}"},
+        {"route": "HEAD /v1/sandboxes/{id}"},
+        {"route": "GET /healthz"},
+        {"sandbox": "sb_1", "tenant": "usr_1"},
+    ],
+)
+def test_every_served_route_form_is_accepted(fake: FakeCreateOS, match: dict[str, str]) -> None:
+    assert fake.faults.add({"match": match, "action": {"type": "reset"}}).id == "rule_1"
+
+
+async def test_a_refused_route_answers_400_with_a_suggestion(client: Client) -> None:
+    rule = {"match": {"route": "GET /v1/sandbox/{id}"}, "action": {"type": "reset"}}
+    await expect_error(
+        await client.post("/_fake/faults", json=rule),
+        400,
+        "invalid fault rule: match: no route GET /v1/sandbox/{id};"
+        " did you mean GET /v1/sandboxes/{id}",
+    )
+
+
+async def test_the_control_api_takes_a_plain_list_of_rules(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    rules = [
+        {"match": {"route": "GET /v1/whoami"}, "action": {"type": "error", "status": 503}},
+        {"match": {"route": "POST /v1/sandboxes"}, "action": {"type": "reset"}},
+    ]
+    added = await client.post("/_fake/faults", json=rules)
+    assert (await added.json())["data"]["ids"] == ["rule_1", "rule_2"]
+    await expect_error(await client.get("/v1/whoami"), 503, "injected error")
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+async def test_a_list_with_one_bad_rule_adds_none(
+    fake: FakeCreateOS, client: Client, wrapped: bool
+) -> None:
+    rules: list[Any] = [
+        {"match": {"route": "GET /v1/whoami"}, "action": {"type": "reset"}},
+        {"match": {"route": "GIT /v1/whoami"}, "action": {"type": "reset"}},
+    ]
+    body = {"rules": rules} if wrapped else rules
+    await expect_error(await client.post("/_fake/faults", json=body), 400, "no method 'GIT'")
+    assert fake.faults.rules == []
+
+
+@pytest.mark.parametrize("body", [[], {"rules": []}, {"rules": "all"}, 5])
+async def test_no_rules_at_all_is_refused(client: Client, body: Any) -> None:
+    await expect_error(
+        await client.post("/_fake/faults", json=body), 400, "a non-empty list of rules"
+    )
