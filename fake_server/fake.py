@@ -54,7 +54,9 @@ class FakeCreateOS:
         self.config = config
         self.clock: Clock = ManualClock() if config.manual_clock else RealClock()
         self.ids = Identifiers(config.seed)
-        self.journal = Journal(config.journal_capacity, wall_at=self.clock.wall_at)
+        self.journal = Journal(
+            config.journal_capacity, wall_at=self.clock.wall_at, routes=route_table()
+        )
         self.commands = CommandRegistry()
         self.tenants = Tenants(self.ids, strict=config.strict)
         self.lifecycle = Lifecycle(

@@ -10,10 +10,12 @@ Example::
     journal.history("sb_...")                         # what happened to one sandbox
     journal.overlapping(resume_entry, delete_entry)   # did these two run at the same time?
     journal.assert_requested("POST /v1/sandboxes/{id}/resume", sandbox="sb_...")
+    journal.assert_requested("DELETE /v1/sandboxes/sb_1")   # a concrete path works too
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import inspect
 import itertools
@@ -24,6 +26,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fake_server.clock import RealClock, isoformat
+from fake_server.route_table import RouteTable
 
 __all__ = ["JOURNAL_PAGE", "JOURNAL_PAGE_MAX", "Entry", "Journal", "JournalAssertionError"]
 
@@ -117,7 +120,9 @@ class Journal:
     """A bounded, ordered record of requests and lifecycle events.
 
     ``wall_at`` turns a clock reading into wall time (the fake passes its clock's), for the
-    ``time`` of requests, which are recorded with their clock reading only.
+    ``time`` of requests, which are recorded with their clock reading only. ``routes``, the
+    routes the fake serves, lets an assertion on a route nobody serves say what was meant
+    instead of passing (``assert_not_requested``) or failing with "found 0".
     """
 
     def __init__(
@@ -125,9 +130,11 @@ class Journal:
         capacity: int = DEFAULT_CAPACITY,
         *,
         wall_at: Callable[[float], datetime] | None = None,
+        routes: RouteTable | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError("journal capacity must be at least 1")
+        self.routes = routes
         self._entries: deque[Entry | _Packed] = deque(maxlen=capacity)
         self._tickets = itertools.count(1)
         self._wall_at = wall_at or RealClock().wall_at
@@ -136,10 +143,10 @@ class Journal:
         self.dropped = 0
 
     @classmethod
-    def of(cls, entries: Iterable[Entry]) -> Journal:
+    def of(cls, entries: Iterable[Entry], *, routes: RouteTable | None = None) -> Journal:
         """A journal holding exactly ``entries`` (to query a snapshot with the same methods)."""
         kept = list(entries)
-        journal = cls(capacity=max(1, len(kept)))
+        journal = cls(capacity=max(1, len(kept)), routes=routes)
         journal._entries.extend(kept)
         return journal
 
@@ -245,8 +252,9 @@ class Journal:
     ) -> list[Entry]:
         """Entries matching every given filter, oldest first (the first ``limit`` of them).
 
-        ``route`` matches either the full template with method (``"DELETE /v1/sandboxes/{id}"``)
-        or only the path template (``"/v1/sandboxes/{id}/exec"``).
+        ``route`` is a route template or a concrete path, with or without its method:
+        ``"DELETE /v1/sandboxes/{id}"``, ``"/v1/sandboxes/{id}/exec"``,
+        ``"DELETE /v1/sandboxes/sb_1"``.
         """
         matching = (
             entry
@@ -263,6 +271,7 @@ class Journal:
 
     def requests(self, **filters: Any) -> list[Entry]:
         """Request entries matching the filters of :meth:`entries`."""
+        _check_filters("requests", filters, REQUEST_FILTERS)
         return self.entries(kind="request", **filters)
 
     def history(self, sandbox: str) -> list[Entry]:
@@ -294,23 +303,48 @@ class Journal:
 
             journal.assert_requested("POST /v1/sandboxes/{id}/pause", sandbox=sandbox_id, times=1)
         """
+        _check_filters("assert_requested", filters, ASSERTION_FILTERS)
         found = self.requests(route=route, **filters)
         if (times is None and found) or (times is not None and len(found) == times):
             return
         expected = f"{times} time(s)" if times is not None else "at least once"
+        unknown = self._unknown_route(route)
         raise JournalAssertionError(
             f"expected {route} {_describe_filters(filters)}{expected}, found {len(found)}.\n"
+            + (f"{unknown}\n" if unknown else "")
             + _near_misses(self.requests(), route)
         )
 
     def assert_not_requested(self, route: str, **filters: Any) -> None:
-        """Fail if ``route`` was requested with these filters, listing the offending entries."""
+        """Fail if ``route`` was requested with these filters, listing the offending entries.
+
+        Example::
+
+            journal.assert_not_requested("POST /v1/sandboxes/{id}/resume", sandbox=sandbox_id)
+        """
+        if "times" in filters:
+            raise TypeError(
+                "assert_not_requested() takes no times=; to count requests use"
+                " assert_requested(route, times=N) (times=0: never)"
+            )
+        _check_filters("assert_not_requested", filters, ASSERTION_FILTERS)
         found = self.requests(route=route, **filters)
+        unknown = None if found else self._unknown_route(route)
+        if unknown:  # it could never fail: say so rather than pass
+            raise ValueError(f"assert_not_requested({route!r}): {unknown}")
         if found:
             lines = "\n".join("  " + entry.describe() for entry in found)
             raise JournalAssertionError(
                 f"expected no {route} {_describe_filters(filters)}but found:\n{lines}"
             )
+
+    def _unknown_route(self, route: str) -> str | None:
+        """Why ``route`` names no route the fake serves (``None`` if it does, or if this
+        journal was not told the routes)."""
+        if self.routes is None:
+            return None
+        method, _, path = route.partition(" ") if " " in route else ("", "", route)
+        return self.routes.problem(method.upper() or None, path, paths=True)
 
     def tail(self, count: int = 20) -> list[Entry]:
         return list(self._settled())[-count:]
@@ -319,13 +353,33 @@ class Journal:
         return "\n".join(entry.describe() for entry in (entries or self._settled()))
 
 
+#: The filters :meth:`Journal.requests` takes, and those the assertions take beside ``route``.
+REQUEST_FILTERS = ("route", "method", "sandbox", "tenant", "status", "since", "limit")
+ASSERTION_FILTERS = ("method", "sandbox", "tenant", "status", "since")
+
+
+def _check_filters(call: str, filters: dict[str, Any], valid: tuple[str, ...]) -> None:
+    """A clear ``TypeError`` for a filter the journal does not have (``sandbox_id=``)."""
+    for name in filters:
+        if name not in valid:
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f" (did you mean {close[0]}=?)" if close else ""
+            raise TypeError(
+                f"{call}() has no filter {name}={hint}; the filters are "
+                + ", ".join(f"{valid_name}=" for valid_name in valid)
+            )
+
+
 def _route_matches(entry: Entry, route: str) -> bool:
-    if entry.route is None:
-        return False
+    """Whether a request was to ``route``: its template or its concrete path, with or
+    without the method."""
     if " " in route:
-        method, _, template = route.partition(" ")
-        return entry.method == method.upper() and entry.route == template
-    return entry.route == route
+        method, _, target = route.partition(" ")
+        if entry.method != method.upper():
+            return False
+    else:
+        target = route
+    return target in (entry.route, entry.path)
 
 
 def _describe_filters(filters: dict[str, Any]) -> str:
@@ -335,8 +389,8 @@ def _describe_filters(filters: dict[str, Any]) -> str:
 
 
 def _near_misses(entries: list[Entry], route: str) -> str:
-    template = route.partition(" ")[2] or route
-    similar = [entry for entry in entries if entry.route == template] or entries[-10:]
+    target = route.partition(" ")[2] or route
+    similar = [entry for entry in entries if target in (entry.route, entry.path)] or entries[-10:]
     if not similar:
         return "The journal has no requests."
     return "Closest requests:\n" + "\n".join("  " + entry.describe() for entry in similar[-10:])

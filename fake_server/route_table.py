@@ -95,9 +95,10 @@ class RouteTable:
                 return template
         return None
 
-    def problem(self, method: str | None, route: str | None) -> str | None:
-        """Why ``method`` and ``route`` (a path template) name no served route, with what was
-        probably meant; ``None`` when they do (either may be ``None``: any method, any route).
+    def problem(self, method: str | None, route: str | None, *, paths: bool = False) -> str | None:
+        """Why ``method`` and ``route`` (a path template, or with ``paths`` also a concrete
+        path) name no served route, with what was probably meant; ``None`` when they do
+        (either may be ``None``: any method, any route).
 
         Example::
 
@@ -121,6 +122,8 @@ class RouteTable:
             return f"no route {named}; {route} is served with {', '.join(sorted(methods))}"
         spelt_as_template = _PARAM.search(route) or _COLON_PARAM.search(route)
         concrete = None if spelt_as_template else self.template_of(route, method)
+        if concrete is not None and paths:
+            return None
         if concrete is not None:
             # Rules and assertions pick a sandbox by its own field, not by its path.
             hint = " with sandbox=<its id>" if "{id}" in concrete else ""

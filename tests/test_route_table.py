@@ -97,3 +97,7 @@ def test_concrete_paths_resolve_to_their_template() -> None:
     assert TABLE.template_of("/v1/sandboxes/sb_1/resume", "POST") == "/v1/sandboxes/{id}/resume"
     assert TABLE.template_of("/v1/sandboxes/sb_1/resume", "GET") is None
     assert TABLE.template_of("/v1/sandboxes/sb_1/nothing") is None
+    assert TABLE.problem("DELETE", "/v1/sandboxes/sb_1", paths=True) is None
+    assert "did you mean DELETE /v1/sandboxes/{id}?" in str(
+        TABLE.problem("DELETE", "/v1/sandboxes/:id", paths=True)
+    )
