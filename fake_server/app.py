@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.clock import isoformat
 from fake_server.control_access import check_control_access
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
+from fake_server.gates import HeldRequest
 from fake_server.lifecycle import Status
 from fake_server.route_table import CONTROL_PREFIX
 from fake_server.routes import served as served_routes
@@ -40,7 +42,7 @@ from fake_server.sandbox import Sandbox
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["UNROUTED", "build_app"]
+__all__ = ["CLIENT_LEFT", "UNROUTED", "build_app"]
 
 log = logging.getLogger("fake_server")
 
@@ -49,6 +51,10 @@ PUBLIC_PATHS = frozenset({"/v1/shapes", "/v1/rootfs"})
 
 #: The name of the catch-all route that answers 404 or 405 for everything no route serves.
 UNROUTED = "unrouted"
+
+#: The journal's ``detail`` of a request answered after its client had gone (the status is
+#: what the fake answered; the client never got it).
+CLIENT_LEFT = "the client left before the answer"
 
 
 def build_app(fake: FakeCreateOS) -> web.Application:
@@ -160,6 +166,10 @@ def _served(
                 ApiError(500, "internal error in the fake").envelope(), 500
             )
         finally:
+            if response is not None and not response.prepared and _client_left(request):
+                # The fake answered, but nobody is there to read it: say so, rather than
+                # show a status the client never got.
+                detail = CLIENT_LEFT
             if journaled:
                 journal.request(
                     opened,
@@ -205,6 +215,13 @@ async def _faulted(
     return response
 
 
+def _client_left(request: web.Request) -> bool:
+    """Whether the request's client has closed its connection (one attribute read: asked as
+    every request finishes)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
 class _Dropped(Exception):
     """The connection was closed on purpose: there is no response to journal."""
 
@@ -215,12 +232,20 @@ def _drop(request: web.Request) -> None:
     raise _Dropped
 
 
-async def _hold(request: web.Request, rule: Rule) -> None:
+async def _hold(fake: FakeCreateOS, request: web.Request, rule: Rule) -> None:
     """Hold the request at its rule's gate until released, or until its client leaves: a
     client that gave up is no longer held (the gate's count says so at once) and its task ends
     (ConnectionResetError, journaled as closed by the client)."""
     if rule.gate is not None:
-        await unless_client_leaves(request, rule.gate.hold())
+        tenant = SCOPE.get().tenant
+        held = HeldRequest(
+            request.method,
+            request.path,
+            since=isoformat(fake.clock.wall()),
+            tenant=tenant.id if tenant is not None else None,
+            sandbox=request.match_info.get("id"),
+        )
+        await unless_client_leaves(request, rule.gate.hold(held))
 
 
 async def _before(
@@ -237,7 +262,7 @@ async def _before(
         # with a latency of days, nothing else would.
         await unless_client_leaves(request, fake.clock.sleep(fake.faults.latency_seconds(action)))
     elif kind == "gate" and action.get("when", "before") == "before":
-        await _hold(request, rule)
+        await _hold(fake, request, rule)
     elif kind == "error":
         retry_after = action.get("retry_after")
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
@@ -289,7 +314,7 @@ async def _after(
 ) -> web.StreamResponse:
     action = rule.action
     if action.type == "gate" and action.get("when") == "after":
-        await _hold(request, rule)
+        await _hold(fake, request, rule)
     elif action.type == "drop_response":
         _drop(request)
     elif action.type == "malformed" and not response.prepared:

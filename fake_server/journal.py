@@ -46,7 +46,9 @@ class Entry:
     For requests: ``route`` is the route template with its method (``"GET /v1/sandboxes/{id}"``),
     ``opened`` the ticket drawn on arrival and ``seq`` the one drawn on completion, ``status`` the
     HTTP status answered (``None`` when the connection was dropped), ``sandbox_status`` the
-    sandbox's status when the request arrived and ``rules`` the fault rules that fired.
+    sandbox's status when the request arrived, ``rules`` the fault rules that fired and
+    ``detail`` why there was no answer, or that its client had left before it (``status`` is
+    then what the fake answered, which nobody received).
     For lifecycle events: ``before``/``after`` statuses (``transition``) or a process ``detail``.
     """
 
@@ -97,7 +99,8 @@ class Entry:
         if self.kind == "request":
             state = f" (sandbox {self.sandbox_status})" if self.sandbox_status else ""
             fired = f" rules={','.join(self.rules)}" if self.rules else ""
-            return f"#{self.seq} {self.method} {self.path} -> {self.status}{state}{fired}"
+            detail = f" [{self.detail}]" if self.detail else ""
+            return f"#{self.seq} {self.method} {self.path} -> {self.status}{detail}{state}{fired}"
         if self.kind == "transition":
             return (
                 f"#{self.seq} {self.sandbox}: {self.before or 'new'} -> {self.after} ({self.cause})"

@@ -528,7 +528,20 @@ def _sandbox_state() -> Schema:
 
 
 def _schemas() -> dict[str, Schema]:
-    gate = obj({"name": string(), "held": integer(), "passed": integer(), "open": boolean()})
+    held = obj(
+        {"method": string(), "path": string(), "since": timestamp()},
+        {"tenant": string(), "sandbox": string()},
+        description="A request held at the gate right now, and since when.",
+    )
+    gate = obj(
+        {
+            "name": string(),
+            "held": integer(),
+            "passed": integer(),
+            "open": boolean(),
+            "holding": array(held),
+        }
+    )
     return {
         "FailEnvelope": _error_envelope(
             "fail", integer(minimum=400, maximum=499), "A 4xx answer (JSend `fail`)."

@@ -167,7 +167,13 @@ async def test_gate_holds_before_the_effect(
     await expect_error(await client.post(f"/v1/sandboxes/{sandbox_id}/resume"), 409, "running")
     assert gate.release() == 1
     assert (await (await deletion).json())["data"]["status"] == "destroyed"
-    assert gate.as_json() == {"name": "release", "held": 0, "passed": 1, "open": False}
+    assert gate.as_json() == {
+        "name": "release",
+        "held": 0,
+        "passed": 1,
+        "open": False,
+        "holding": [],
+    }
     delete, resume = (
         fake.journal.requests(route="DELETE /v1/sandboxes/{id}")[0],
         fake.journal.requests(route="POST /v1/sandboxes/{id}/resume")[0],
@@ -659,3 +665,26 @@ async def test_no_rules_at_all_is_refused(client: Client, body: Any) -> None:
     await expect_error(
         await client.post("/_fake/faults", json=body), 400, "a non-empty list of rules"
     )
+
+
+async def test_a_gate_says_which_requests_it_holds_and_since_when(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    fake.faults.gate("g", route="DELETE /v1/sandboxes/{id}")
+    deletion = asyncio.ensure_future(client.delete(f"/v1/sandboxes/{sandbox_id}"))
+    await fake.faults.gates["g"].wait_held(1)
+    gate = (await (await client.get("/_fake/gates/g")).json())["data"]
+    [held] = gate["holding"]
+    assert held == {
+        "method": "DELETE",
+        "path": f"/v1/sandboxes/{sandbox_id}",
+        "since": held["since"],
+        "tenant": fake.tenant("skp_test_owner").id,
+        "sandbox": sandbox_id,
+    }
+    assert held["since"].endswith("Z")
+    state = (await (await client.get("/_fake/state")).json())["data"]
+    assert state["gates"][0]["holding"] == [held]
+    fake.faults.gates["g"].release()
+    assert (await deletion).status == 200
+    assert fake.faults.gates["g"].as_json()["holding"] == []
