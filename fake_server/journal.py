@@ -274,7 +274,7 @@ class Journal:
 
     def requests(self, **filters: Any) -> list[Entry]:
         """Request entries matching the filters of :meth:`entries`."""
-        _check_filters("requests", filters, REQUEST_FILTERS)
+        _check_filters("requests", filters, _REQUEST_FILTERS)
         return self.entries(kind="request", **filters)
 
     def history(self, sandbox: str) -> list[Entry]:
@@ -306,7 +306,7 @@ class Journal:
 
             journal.assert_requested("POST /v1/sandboxes/{id}/pause", sandbox=sandbox_id, times=1)
         """
-        _check_filters("assert_requested", filters, ASSERTION_FILTERS)
+        _check_filters("assert_requested", filters, _ASSERTION_FILTERS)
         found = self.requests(route=route, **filters)
         if (times is None and found) or (times is not None and len(found) == times):
             return
@@ -330,7 +330,7 @@ class Journal:
                 "assert_not_requested() takes no times=; to count requests use"
                 " assert_requested(route, times=N) (times=0: never)"
             )
-        _check_filters("assert_not_requested", filters, ASSERTION_FILTERS)
+        _check_filters("assert_not_requested", filters, _ASSERTION_FILTERS)
         found = self.requests(route=route, **filters)
         unknown = None if found else self._unknown_route(route)
         if unknown:  # it could never fail: say so rather than pass
@@ -357,8 +357,8 @@ class Journal:
 
 
 #: The filters :meth:`Journal.requests` takes, and those the assertions take beside ``route``.
-REQUEST_FILTERS = ("route", "method", "sandbox", "tenant", "status", "since", "limit")
-ASSERTION_FILTERS = ("method", "sandbox", "tenant", "status", "since")
+_REQUEST_FILTERS = ("route", "method", "sandbox", "tenant", "status", "since", "limit")
+_ASSERTION_FILTERS = ("method", "sandbox", "tenant", "status", "since")
 
 
 def _check_filters(call: str, filters: dict[str, Any], valid: tuple[str, ...]) -> None:
