@@ -19,12 +19,15 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.clock import isoformat
 from fake_server.control_access import check_control_access
 from fake_server.credentials import presented_key
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
+from fake_server.gates import HeldRequest
 from fake_server.lifecycle import Status
-from fake_server.routes import control, dashboard, meta, openapi, runtime, sandboxes
+from fake_server.route_table import CONTROL_PREFIX
+from fake_server.routes import served as served_routes
 from fake_server.routes.common import (
     FAKE,
     SCOPE,
@@ -40,7 +43,7 @@ from fake_server.sandbox import Sandbox
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["UNROUTED", "build_app"]
+__all__ = ["CLIENT_LEFT", "UNROUTED", "build_app"]
 
 log = logging.getLogger("fake_server")
 
@@ -49,6 +52,10 @@ PUBLIC_PATHS = frozenset({"/v1/shapes", "/v1/rootfs"})
 
 #: The name of the catch-all route that answers 404 or 405 for everything no route serves.
 UNROUTED = "unrouted"
+
+#: The journal's ``detail`` of a request answered after its client had gone (the status is
+#: what the fake answered; the client never got it).
+CLIENT_LEFT = "the client left before the answer"
 
 
 def build_app(fake: FakeCreateOS) -> web.Application:
@@ -59,13 +66,9 @@ def build_app(fake: FakeCreateOS) -> web.Application:
     )
     app[FAKE] = fake
     request_ids = itertools.count(1)
-    for module in (meta, sandboxes, runtime, control, dashboard, openapi):
-        for method, template, handler in module.ROUTES:
-            served = _served(fake, request_ids, handler, method=method, template=template)
-            app.router.add_route(method, template, served)
-            if method == "GET":  # as any HTTP server does: the GET's headers, no body
-                head = _served(fake, request_ids, handler, method="HEAD", template=template)
-                app.router.add_route("HEAD", template, head)
+    for method, template, handler in served_routes():
+        served = _served(fake, request_ids, handler, method=method, template=template)
+        app.router.add_route(method, template, served)
     # Last, so that it only ever sees what no other route matched.
     served = _served(fake, request_ids, _unrouted, method="*", template=None)
     # [\s\S], not ".": a path may hold an encoded newline (%0a), and "." stops at it.
@@ -98,7 +101,7 @@ def _served(
     journal, clock, faults = fake.journal, fake.clock, fake.faults
     path = template or ""
     # The control API is never subject to fault rules: it is how a test recovers.
-    is_control = path.startswith("/_fake/")
+    is_control = path.startswith(CONTROL_PREFIX)
     authenticated = path.startswith("/v1/") and path not in PUBLIC_PATHS
     # Reads of the control API (a dashboard polls them every second) would only crowd the
     # API's own requests out of the bounded journal.
@@ -164,6 +167,10 @@ def _served(
                 ApiError(500, "internal error in the fake").envelope(), 500
             )
         finally:
+            if response is not None and not response.prepared and _client_left(request):
+                # The fake answered, but nobody is there to read it: say so, rather than
+                # show a status the client never got.
+                detail = CLIENT_LEFT
             if journaled:
                 journal.request(
                     opened,
@@ -209,6 +216,13 @@ async def _faulted(
     return response
 
 
+def _client_left(request: web.Request) -> bool:
+    """Whether the request's client has closed its connection (one attribute read: asked as
+    every request finishes)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
 class _Dropped(Exception):
     """The connection was closed on purpose: there is no response to journal."""
 
@@ -219,12 +233,20 @@ def _drop(request: web.Request) -> None:
     raise _Dropped
 
 
-async def _hold(request: web.Request, rule: Rule) -> None:
+async def _hold(fake: FakeCreateOS, request: web.Request, rule: Rule) -> None:
     """Hold the request at its rule's gate until released, or until its client leaves: a
     client that gave up is no longer held (the gate's count says so at once) and its task ends
     (ConnectionResetError, journaled as closed by the client)."""
     if rule.gate is not None:
-        await unless_client_leaves(request, rule.gate.hold())
+        tenant = SCOPE.get().tenant
+        held = HeldRequest(
+            request.method,
+            request.path,
+            since=isoformat(fake.clock.wall()),
+            tenant=tenant.id if tenant is not None else None,
+            sandbox=request.match_info.get("id"),
+        )
+        await unless_client_leaves(request, rule.gate.hold(held))
 
 
 async def _before(
@@ -241,7 +263,7 @@ async def _before(
         # with a latency of days, nothing else would.
         await unless_client_leaves(request, fake.clock.sleep(fake.faults.latency_seconds(action)))
     elif kind == "gate" and action.get("when", "before") == "before":
-        await _hold(request, rule)
+        await _hold(fake, request, rule)
     elif kind == "error":
         retry_after = action.get("retry_after")
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
@@ -293,7 +315,7 @@ async def _after(
 ) -> web.StreamResponse:
     action = rule.action
     if action.type == "gate" and action.get("when") == "after":
-        await _hold(request, rule)
+        await _hold(fake, request, rule)
     elif action.type == "drop_response":
         _drop(request)
     elif action.type == "malformed" and not response.prepared:

@@ -22,7 +22,7 @@ from typing import Any
 from fake_server.config import ServerConfig
 from fake_server.control_access import is_loopback
 from fake_server.fake import FakeCreateOS
-from fake_server.faults import FaultError
+from fake_server.faults import FaultError, rules_in
 from fake_server.runner import LOOPBACK, start_site, stop_site
 
 __all__ = ["build_parser", "main"]
@@ -168,7 +168,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def load_rules(path: str) -> list[dict[str, Any]]:
+def load_rules(path: str) -> list[Any]:
     """Rules from a ``--faults`` file: JSON (a list, one rule, or ``{"rules": [...]}``) or TOML
     (``[[rules]]`` tables); raises ``ValueError`` saying what is wrong."""
     try:
@@ -184,11 +184,10 @@ def load_rules(path: str) -> list[dict[str, Any]]:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if isinstance(data, dict):
-        data = data.get("rules") if "rules" in data else [data] if "action" in data else None
-    if not isinstance(data, list):
-        raise ValueError(f"{path} must hold a rule, a list of rules or {{'rules': [...]}}")
-    return data
+    try:
+        return rules_in(data)
+    except FaultError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def _parse_toml(raw: bytes, path: str) -> Any:

@@ -28,6 +28,7 @@ from fake_server.journal import Entry, Journal
 from fake_server.lifecycle import Durations, Lifecycle, TransitionEvent, check_duration_ms
 from fake_server.network import Responder
 from fake_server.processes import ManagedProcess
+from fake_server.routes import route_table
 from fake_server.runtime import Runtime
 from fake_server.sandbox import Sandbox
 from fake_server.sandboxes import SandboxService
@@ -57,7 +58,9 @@ class FakeCreateOS:
         self.config = config
         self.clock: Clock = ManualClock() if config.manual_clock else RealClock()
         self.ids = Identifiers(config.seed)
-        self.journal = Journal(config.journal_capacity, wall_at=self.clock.wall_at)
+        self.journal = Journal(
+            config.journal_capacity, wall_at=self.clock.wall_at, routes=route_table()
+        )
         self.commands = CommandRegistry()
         self.tenants = Tenants(self.ids, strict=config.strict)
         self.lifecycle = Lifecycle(
@@ -82,7 +85,7 @@ class FakeCreateOS:
             on_going_away=self.runtime.stop_all,
             destroyed_kept=config.destroyed_kept,
         )
-        self.faults = FaultEngine(self.ids.seed)
+        self.faults = FaultEngine(self.ids.seed, route_table())
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)
         for key in config.api_keys:
             self.tenants.register(key)

@@ -3,7 +3,9 @@
 A rule is a :class:`Match` plus an :class:`Action`. Every matching rule fires, in the order
 the rules were added; an action that ends the request (an error, a reset, a hang...) stops
 the evaluation. The same rules come from Python, the pytest marker, the control API and the
-CLI's ``--faults`` file: all of them go through :func:`parse_rule`.
+CLI's ``--faults`` file: all of them go through :func:`parse_rule`, and through
+:meth:`FaultEngine.add_all`, which refuses a route the fake does not serve (it would never
+fire) with the routes it probably meant.
 
 Example::
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from fake_server.gates import Gate
+from fake_server.route_table import CONTROL_PREFIX, RouteTable
 from fake_server.validation import path_problem
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "Rule",
     "RuleShortcuts",
     "parse_rule",
+    "rules_in",
 ]
 
 #: Lease-marker path of the reference provider: the default target of marker faults.
@@ -107,7 +111,16 @@ ENDING = frozenset({"error", "reset", "hang", "rate_limit"})
 
 
 class FaultError(ValueError):
-    """A rule that does not make sense; the message says which part and why."""
+    """A rule that does not make sense; the message says which part and why.
+
+    Every way in (Python, the marker, the control API, ``--faults``) shows the same text,
+    ``invalid fault rule: <what is wrong>``.
+    """
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"invalid fault rule: {problem}")
+        #: What is wrong, without the prefix (for messages that name the rule themselves).
+        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,11 +439,33 @@ class RuleShortcuts(Generic[RuleT, GateT]):
         return self._shortcut(Action("stale_read"), match)
 
 
-class FaultEngine(RuleShortcuts[Rule, Gate]):
-    """The rules and gates of one fake, and the one seeded generator they draw from."""
+def rules_in(payload: Any) -> list[Any]:
+    """The rules a JSON document holds: a list of rules, ``{"rules": [...]}`` or one rule
+    (the control API's body and a ``--faults`` file alike); each is checked when added.
 
-    def __init__(self, seed: int) -> None:
+    Example::
+
+        rules_in([{"action": {"type": "reset"}}])            # the list itself
+        rules_in({"rules": [{"action": {"type": "reset"}}]}) # the same
+    """
+    if isinstance(payload, Mapping):
+        # Anything else than {"rules": ...} is one rule, checked (and explained) as such.
+        payload = payload.get("rules", [payload])
+    if not isinstance(payload, list) or not payload:
+        raise FaultError('expected a rule, a non-empty list of rules or {"rules": [...]}')
+    return payload
+
+
+class FaultEngine(RuleShortcuts[Rule, Gate]):
+    """The rules and gates of one fake, and the one seeded generator they draw from.
+
+    ``routes`` are the routes the fake serves: a rule's ``method`` and ``route`` must name
+    one of them (the control API's excepted: rules never apply to it).
+    """
+
+    def __init__(self, seed: int, routes: RouteTable) -> None:
         self.random = random.Random(seed)
+        self._routes = routes.without(CONTROL_PREFIX)
         #: By id, in the order they were added (first match wins): add and remove are O(1).
         self._rules: dict[str, Rule] = {}
         #: How many rules use each gate, so removing a rule knows at once whether its gate
@@ -464,6 +499,7 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
             if rule.id in self._rules or rule.id in new:
                 raise FaultError(f"a rule with id {rule.id!r} exists already")
             new.add(rule.id)
+            self._check_route(rule.match)
         for rule in rules:
             gate = _gate_name(rule)
             if gate is not None:
@@ -471,6 +507,16 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
                 self._gate_users[gate] += 1
             self._rules[rule.id] = rule
         return rules
+
+    def _check_route(self, match: Match) -> None:
+        """Refuse a match no request can meet: a misspelt route would never fire."""
+        if match.route is not None and match.route.startswith(CONTROL_PREFIX):
+            raise FaultError(
+                f"match.route {match.route}: fault rules never apply to the control API"
+            )
+        problem = self._routes.problem(match.method, match.route)
+        if problem is not None:
+            raise FaultError(f"match: {problem}")
 
     def remove(self, rule_id: str) -> bool:
         """Remove one rule; a gate no remaining rule uses is opened and forgotten, so a later

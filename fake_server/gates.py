@@ -16,8 +16,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from dataclasses import asdict, dataclass
 
-__all__ = ["Gate", "GateTimeout"]
+__all__ = ["Gate", "GateTimeout", "HeldRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRequest:
+    """A request a gate holds: what it is and since when (wall time, RFC 3339), so that a
+    dashboard or a failing test's report can say which requests wait, not only how many."""
+
+    method: str
+    path: str
+    since: str
+    tenant: str | None = None
+    sandbox: str | None = None
 
 
 class GateTimeout(TimeoutError):
@@ -34,20 +47,29 @@ class Gate:
         self.opened = False
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._watchers: list[tuple[int, asyncio.Future[None]]] = []
+        #: The requests held right now, oldest first.
+        self.holding: list[HeldRequest] = []
 
-    async def hold(self) -> None:
-        """Called by the fault engine for a matching request: wait until released."""
+    async def hold(self, request: HeldRequest) -> None:
+        """Called by the fault engine for a matching request: wait until released.
+
+        Example::
+
+            await gate.hold(HeldRequest("DELETE", "/v1/sandboxes/sb_1", since=isoformat(now)))
+        """
         if self.opened:
             self.passed += 1
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(future)
+        self.holding.append(request)
         self.held += 1
         self._notify()
         try:
             await future
         finally:
             self.held -= 1
+            self.holding.remove(request)
             if future in self._waiting:  # the client went away while held
                 self._waiting.remove(future)
         self.passed += 1
@@ -96,4 +118,13 @@ class Gate:
                 future.set_result(None)
 
     def as_json(self) -> dict[str, object]:
-        return {"name": self.name, "held": self.held, "passed": self.passed, "open": self.opened}
+        return {
+            "name": self.name,
+            "held": self.held,
+            "passed": self.passed,
+            "open": self.opened,
+            "holding": [
+                {key: value for key, value in asdict(held).items() if value is not None}
+                for held in self.holding
+            ],
+        }

@@ -10,10 +10,12 @@ Example::
     journal.history("sb_...")                         # what happened to one sandbox
     journal.overlapping(resume_entry, delete_entry)   # did these two run at the same time?
     journal.assert_requested("POST /v1/sandboxes/{id}/resume", sandbox="sb_...")
+    journal.assert_requested("DELETE /v1/sandboxes/sb_1")   # a concrete path works too
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import inspect
 import itertools
@@ -24,6 +26,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fake_server.clock import RealClock, isoformat
+from fake_server.route_table import RouteTable
 
 __all__ = ["JOURNAL_PAGE", "JOURNAL_PAGE_MAX", "Entry", "Journal", "JournalAssertionError"]
 
@@ -43,7 +46,9 @@ class Entry:
     For requests: ``route`` is the route template with its method (``"GET /v1/sandboxes/{id}"``),
     ``opened`` the ticket drawn on arrival and ``seq`` the one drawn on completion, ``status`` the
     HTTP status answered (``None`` when the connection was dropped), ``sandbox_status`` the
-    sandbox's status when the request arrived and ``rules`` the fault rules that fired.
+    sandbox's status when the request arrived, ``rules`` the fault rules that fired and
+    ``detail`` why there was no answer, or that its client had left before it (``status`` is
+    then what the fake answered, which nobody received).
     For lifecycle events: ``before``/``after`` statuses (``transition``) or a process ``detail``.
     """
 
@@ -94,7 +99,8 @@ class Entry:
         if self.kind == "request":
             state = f" (sandbox {self.sandbox_status})" if self.sandbox_status else ""
             fired = f" rules={','.join(self.rules)}" if self.rules else ""
-            return f"#{self.seq} {self.method} {self.path} -> {self.status}{state}{fired}"
+            detail = f" [{self.detail}]" if self.detail else ""
+            return f"#{self.seq} {self.method} {self.path} -> {self.status}{detail}{state}{fired}"
         if self.kind == "transition":
             return (
                 f"#{self.seq} {self.sandbox}: {self.before or 'new'} -> {self.after} ({self.cause})"
@@ -117,7 +123,9 @@ class Journal:
     """A bounded, ordered record of requests and lifecycle events.
 
     ``wall_at`` turns a clock reading into wall time (the fake passes its clock's), for the
-    ``time`` of requests, which are recorded with their clock reading only.
+    ``time`` of requests, which are recorded with their clock reading only. ``routes``, the
+    routes the fake serves, lets an assertion on a route nobody serves say what was meant
+    instead of passing (``assert_not_requested``) or failing with "found 0".
     """
 
     def __init__(
@@ -125,9 +133,11 @@ class Journal:
         capacity: int = DEFAULT_CAPACITY,
         *,
         wall_at: Callable[[float], datetime] | None = None,
+        routes: RouteTable | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError("journal capacity must be at least 1")
+        self.routes = routes
         self._entries: deque[Entry | _Packed] = deque(maxlen=capacity)
         self._tickets = itertools.count(1)
         self._wall_at = wall_at or RealClock().wall_at
@@ -136,10 +146,10 @@ class Journal:
         self.dropped = 0
 
     @classmethod
-    def of(cls, entries: Iterable[Entry]) -> Journal:
+    def of(cls, entries: Iterable[Entry], *, routes: RouteTable | None = None) -> Journal:
         """A journal holding exactly ``entries`` (to query a snapshot with the same methods)."""
         kept = list(entries)
-        journal = cls(capacity=max(1, len(kept)))
+        journal = cls(capacity=max(1, len(kept)), routes=routes)
         journal._entries.extend(kept)
         return journal
 
@@ -245,8 +255,9 @@ class Journal:
     ) -> list[Entry]:
         """Entries matching every given filter, oldest first (the first ``limit`` of them).
 
-        ``route`` matches either the full template with method (``"DELETE /v1/sandboxes/{id}"``)
-        or only the path template (``"/v1/sandboxes/{id}/exec"``).
+        ``route`` is a route template or a concrete path, with or without its method:
+        ``"DELETE /v1/sandboxes/{id}"``, ``"/v1/sandboxes/{id}/exec"``,
+        ``"DELETE /v1/sandboxes/sb_1"``.
         """
         matching = (
             entry
@@ -263,6 +274,7 @@ class Journal:
 
     def requests(self, **filters: Any) -> list[Entry]:
         """Request entries matching the filters of :meth:`entries`."""
+        _check_filters("requests", filters, _REQUEST_FILTERS)
         return self.entries(kind="request", **filters)
 
     def history(self, sandbox: str) -> list[Entry]:
@@ -294,23 +306,48 @@ class Journal:
 
             journal.assert_requested("POST /v1/sandboxes/{id}/pause", sandbox=sandbox_id, times=1)
         """
+        _check_filters("assert_requested", filters, _ASSERTION_FILTERS)
         found = self.requests(route=route, **filters)
         if (times is None and found) or (times is not None and len(found) == times):
             return
         expected = f"{times} time(s)" if times is not None else "at least once"
+        unknown = self._unknown_route(route)
         raise JournalAssertionError(
             f"expected {route} {_describe_filters(filters)}{expected}, found {len(found)}.\n"
+            + (f"{unknown}\n" if unknown else "")
             + _near_misses(self.requests(), route)
         )
 
     def assert_not_requested(self, route: str, **filters: Any) -> None:
-        """Fail if ``route`` was requested with these filters, listing the offending entries."""
+        """Fail if ``route`` was requested with these filters, listing the offending entries.
+
+        Example::
+
+            journal.assert_not_requested("POST /v1/sandboxes/{id}/resume", sandbox=sandbox_id)
+        """
+        if "times" in filters:
+            raise TypeError(
+                "assert_not_requested() takes no times=; to count requests use"
+                " assert_requested(route, times=N) (times=0: never)"
+            )
+        _check_filters("assert_not_requested", filters, _ASSERTION_FILTERS)
         found = self.requests(route=route, **filters)
+        unknown = None if found else self._unknown_route(route)
+        if unknown:  # it could never fail: say so rather than pass
+            raise ValueError(f"assert_not_requested({route!r}): {unknown}")
         if found:
             lines = "\n".join("  " + entry.describe() for entry in found)
             raise JournalAssertionError(
                 f"expected no {route} {_describe_filters(filters)}but found:\n{lines}"
             )
+
+    def _unknown_route(self, route: str) -> str | None:
+        """Why ``route`` names no route the fake serves (``None`` if it does, or if this
+        journal was not told the routes)."""
+        if self.routes is None:
+            return None
+        method, _, path = route.partition(" ") if " " in route else ("", "", route)
+        return self.routes.problem(method.upper() or None, path, paths=True)
 
     def tail(self, count: int = 20) -> list[Entry]:
         return list(self._settled())[-count:]
@@ -319,13 +356,33 @@ class Journal:
         return "\n".join(entry.describe() for entry in (entries or self._settled()))
 
 
+#: The filters :meth:`Journal.requests` takes, and those the assertions take beside ``route``.
+_REQUEST_FILTERS = ("route", "method", "sandbox", "tenant", "status", "since", "limit")
+_ASSERTION_FILTERS = ("method", "sandbox", "tenant", "status", "since")
+
+
+def _check_filters(call: str, filters: dict[str, Any], valid: tuple[str, ...]) -> None:
+    """A clear ``TypeError`` for a filter the journal does not have (``sandbox_id=``)."""
+    for name in filters:
+        if name not in valid:
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f" (did you mean {close[0]}=?)" if close else ""
+            raise TypeError(
+                f"{call}() has no filter {name}={hint}; the filters are "
+                + ", ".join(f"{valid_name}=" for valid_name in valid)
+            )
+
+
 def _route_matches(entry: Entry, route: str) -> bool:
-    if entry.route is None:
-        return False
+    """Whether a request was to ``route``: its template or its concrete path, with or
+    without the method."""
     if " " in route:
-        method, _, template = route.partition(" ")
-        return entry.method == method.upper() and entry.route == template
-    return entry.route == route
+        method, _, target = route.partition(" ")
+        if entry.method != method.upper():
+            return False
+    else:
+        target = route
+    return target in (entry.route, entry.path)
 
 
 def _describe_filters(filters: dict[str, Any]) -> str:
@@ -335,8 +392,8 @@ def _describe_filters(filters: dict[str, Any]) -> str:
 
 
 def _near_misses(entries: list[Entry], route: str) -> str:
-    template = route.partition(" ")[2] or route
-    similar = [entry for entry in entries if entry.route == template] or entries[-10:]
+    target = route.partition(" ")[2] or route
+    similar = [entry for entry in entries if target in (entry.route, entry.path)] or entries[-10:]
     if not similar:
         return "The journal has no requests."
     return "Closest requests:\n" + "\n".join("  " + entry.describe() for entry in similar[-10:])

@@ -467,7 +467,8 @@ def _fault_rule_in() -> Schema:
                     "method": string(),
                     "route": string(
                         description="A route template, optionally with its method: "
-                        "`DELETE /v1/sandboxes/{id}`."
+                        "`DELETE /v1/sandboxes/{id}`. It must name a route the fake serves "
+                        "outside `/_fake/` (else 400, with the routes it probably meant)."
                     ),
                     "sandbox": string(),
                     "tenant": string(),
@@ -546,7 +547,20 @@ def _sandbox_state() -> Schema:
 
 
 def _schemas() -> dict[str, Schema]:
-    gate = obj({"name": string(), "held": integer(), "passed": integer(), "open": boolean()})
+    held = obj(
+        {"method": string(), "path": string(), "since": timestamp()},
+        {"tenant": string(), "sandbox": string()},
+        description="A request held at the gate right now, and since when.",
+    )
+    gate = obj(
+        {
+            "name": string(),
+            "held": integer(),
+            "passed": integer(),
+            "open": boolean(),
+            "holding": array(held),
+        }
+    )
     return {
         "FailEnvelope": _error_envelope(
             "fail", integer(minimum=400, maximum=499), "A 4xx answer (JSend `fail`)."
@@ -1481,7 +1495,7 @@ def _control_paths() -> dict[str, Any]:
             ),
             "post": control(
                 "fakeAddFaults",
-                'Add one rule or `{"rules": [...]}` (all or none)',
+                'Add one rule, a list of rules or `{"rules": [...]}` (all or none)',
                 ok_response(
                     "The new rules' ids.",
                     obj({"ids": array(string())}),
@@ -1492,6 +1506,7 @@ def _control_paths() -> dict[str, Any]:
                     {
                         "anyOf": [
                             ref("FaultRuleIn"),
+                            array(ref("FaultRuleIn"), minItems=1),
                             obj({"rules": array(ref("FaultRuleIn"), minItems=1)}),
                         ]
                     },

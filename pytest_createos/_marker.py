@@ -114,7 +114,7 @@ def _fault_rules(value: object) -> list[dict[str, Any]]:
         try:
             parse_rule(rule)
         except FaultError as exc:
-            raise ValueError(f"rule {index}: {exc}") from None
+            raise ValueError(f"rule {index}: {exc.problem}") from None
     return [dict(rule) for rule in value]
 
 

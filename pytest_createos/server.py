@@ -20,6 +20,7 @@ from typing import Any
 
 from fake_server.faults import RuleShortcuts
 from fake_server.journal import Entry, Journal
+from fake_server.routes import route_table
 from pytest_createos.channel import ALIVE, ControlChannel, tenant_sandboxes
 
 __all__ = [
@@ -195,7 +196,8 @@ class TenantJournal:
     def snapshot(self) -> Journal:
         """This tenant's entries so far, as a journal to query."""
         return Journal.of(
-            Entry.from_json(data) for data in self._channel.journal(tenant=self.tenant_id)
+            (Entry.from_json(data) for data in self._channel.journal(tenant=self.tenant_id)),
+            routes=route_table(),
         )
 
     def entries(self, **filters: Any) -> list[Entry]:

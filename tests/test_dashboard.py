@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import threading
 import time
 import urllib.error
@@ -23,6 +24,8 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
+from fake_server.app import CLIENT_LEFT
+from fake_server.routes.dashboard import JOURNAL_KEPT
 from tests.conftest import create_sandbox
 
 # -- served right (no browser) ------------------------------------------------------------------
@@ -80,6 +83,41 @@ async def test_dashboard_data_never_contains_api_keys(
         response = await client.get(path)
         assert response.status == 200
         assert api_key not in await response.text(), path
+
+
+def _snapshot(html: str) -> str:
+    """The text of the page's embedded first state."""
+    found = re.search(r'<script type="application/json" id="snapshot">(.*?)</script>', html)
+    assert found is not None
+    return found.group(1)
+
+
+async def test_page_comes_with_its_first_state(
+    fake: FakeCreateOS, client: TestClient[Any, Any]
+) -> None:
+    sandbox = await create_sandbox(client)
+    fake.faults.latency(1, tenant=HOSTILE, sandbox="</script><script>alert(1)</script>")
+    embedded = _snapshot(await (await client.get("/_fake/")).text())
+    # Client-supplied text cannot close the data block, nor open markup in it.
+    assert "<" not in embedded
+    assert ">" not in embedded
+    first = json.loads(embedded)
+    assert first["keep"] == JOURNAL_KEPT
+    assert first["state"]["seed"] == fake.seed
+    assert [s["id"] for s in first["state"]["tenants"][0]["sandboxes"]] == [sandbox["id"]]
+    assert first["state"]["rules"][0]["match"]["tenant"] == HOSTILE
+    entries = first["journal"]["entries"]
+    assert [e["route"] for e in entries if e["kind"] == "request"] == ["/v1/sandboxes"]
+    assert first["journal"]["next"] == entries[-1]["seq"] == fake.journal.tail(1)[0].seq
+
+
+async def test_page_with_a_control_token_comes_without_state(
+    aiohttp_client: Any,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(transition_ms=0, control_token="t0k"))
+    client = await aiohttp_client(fake.app())
+    html = await (await client.get("/_fake/")).text()
+    assert json.loads(_snapshot(html)) == {"keep": JOURNAL_KEPT}
 
 
 # -- in a real browser --------------------------------------------------------------------------
@@ -225,6 +263,8 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
                 gate_row = page.locator("#gates tr", has_text=GATE)
                 release = gate_row.get_by_role("button", name="release 1")
                 expect(gate_row.locator("td").nth(1)).to_have_text("1")
+                holding = gate_row.locator("td").nth(5)
+                expect(holding).to_contain_text(f"DELETE /v1/sandboxes/{ids['doomed']} since ")
                 expect(release).to_be_enabled()
                 page.screenshot(path=str(tmp_path / "dashboard-held.png"), full_page=True)
                 release.click()
@@ -232,6 +272,7 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
                 assert outcome == [200], "the released DELETE did not complete"
                 expect(gate_row.locator("td").nth(1)).to_have_text("0")
                 expect(gate_row.locator("td").nth(2)).to_have_text("1")
+                expect(holding).to_have_text("")
                 expect(sandboxes.locator("tr", has_text=ids["doomed"])).to_contain_text("destroyed")
                 expect(page.locator("#journal")).to_contain_text(
                     f"DELETE /v1/sandboxes/{ids['doomed']}"
@@ -304,3 +345,67 @@ def test_dashboard_with_a_control_token_in_chromium() -> None:
                 expect(page.locator("#conn")).to_contain_text("control token")
             finally:
                 browser.close()
+
+
+def _unanswered(fake: FakeCreateOS) -> None:
+    """Journal a DELETE answered after its client left, and one whose connection dropped."""
+    journal = fake.journal
+    for sandbox, status, detail in (
+        ("sb_left", 200, CLIENT_LEFT),
+        ("sb_dropped", None, "connection closed without a response"),
+    ):
+        journal.request(
+            journal.ticket(),
+            fake.clock.now(),
+            "DELETE",
+            "/v1/sandboxes/{id}",
+            f"/v1/sandboxes/{sandbox}",
+            None,
+            sandbox,
+            None,
+            status,
+            63_672.0,
+            (),
+            detail,
+        )
+
+
+def test_headless_dump_shows_the_fake_without_waiting_for_a_poll() -> None:
+    """``chromium --headless --dump-dom`` (as ``--screenshot``) takes the page as its load
+    leaves it, with no time for a first poll: the page must be drawn by then."""
+    chromium = _chromium()
+    with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
+        ids = _populate(server.url)
+        thread, outcome = _hold_delete(server.url, ids)
+        gate = server.call(lambda: server.fake.faults.gates[GATE])
+        server.run(gate.wait_held(1))
+        server.call(_unanswered, server.fake)
+        try:
+            dumped = subprocess.run(
+                [chromium, "--headless", *CHROMIUM_FLAGS, "--dump-dom", f"{server.url}/_fake/"],
+                capture_output=True,
+                text=True,
+                timeout=STEP_MS / 1000 * 3,
+                check=True,
+            ).stdout
+        finally:
+            server.call(gate.open)
+            thread.join(timeout=STEP_MS / 1000)
+    assert outcome == [200]
+    assert re.search(r'<span id="conn" class="live">live · ', dumped)
+    assert "connecting…</span>" not in dumped
+    for role in ("running", "paused", "doomed"):
+        assert ids[role] in dumped
+    # The held DELETE, while held: what it is and since when.
+    assert re.search(
+        rf"DELETE <span class=\"mono\">/v1/sandboxes/{ids['doomed']}</span>"
+        r'<span class="muted"> since [0-9:.]+Z \([0-9.]+ s\)',
+        dumped,
+    )
+    # The header's count is of evicted journal entries, not of unanswered requests...
+    assert '>evicted <b id="n-evicted">0</b>' in dumped
+    # ... which the journal shows as such, never as a status their client did not get.
+    assert "the client left before the answer · 200 never received · 63672 ms" in dumped
+    assert "connection closed without a response · 63672 ms" in dumped
+    assert "unanswered)" in dumped
+    assert not re.search(r"<img src=.?x", dumped)  # hostile text stays text

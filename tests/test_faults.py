@@ -167,7 +167,13 @@ async def test_gate_holds_before_the_effect(
     await expect_error(await client.post(f"/v1/sandboxes/{sandbox_id}/resume"), 409, "running")
     assert gate.release() == 1
     assert (await (await deletion).json())["data"]["status"] == "destroyed"
-    assert gate.as_json() == {"name": "release", "held": 0, "passed": 1, "open": False}
+    assert gate.as_json() == {
+        "name": "release",
+        "held": 0,
+        "passed": 1,
+        "open": False,
+        "holding": [],
+    }
     delete, resume = (
         fake.journal.requests(route="DELETE /v1/sandboxes/{id}")[0],
         fake.journal.requests(route="POST /v1/sandboxes/{id}/resume")[0],
@@ -582,3 +588,109 @@ def test_every_action_type_says_what_it_does() -> None:
     # The OpenAPI document and the docs' action table are rendered from ACTION_EFFECTS.
     assert list(ACTION_EFFECTS) == list(ACTION_TYPES)
     assert all(effect.strip() for effect in ACTION_EFFECTS.values())
+
+
+MISSPELT = {
+    "GET /v1/sandbox/{id}": "did you mean GET /v1/sandboxes/{id}",
+    "GIT /v1/sandboxes/{id}": "no method 'GIT'; use DELETE, GET, HEAD, PATCH, POST, PUT",
+    "DELETE /v1/sandboxes/:id": "did you mean DELETE /v1/sandboxes/{id}?",
+    "DELETE /v1/sandboxes/sb_X": "use DELETE /v1/sandboxes/{id} with sandbox=<its id>",
+    "/_fake/faults": "fault rules never apply to the control API",
+}
+
+
+@pytest.mark.parametrize(("route", "message"), MISSPELT.items())
+def test_a_rule_on_a_route_nobody_serves_is_refused(
+    fake: FakeCreateOS, route: str, message: str
+) -> None:
+    with pytest.raises(FaultError, match=r"^invalid fault rule: match") as refused:
+        fake.faults.reset(route=route)
+    assert message in str(refused.value)
+    assert fake.faults.rules == []
+
+
+def test_an_unknown_method_alone_is_refused(fake: FakeCreateOS) -> None:
+    with pytest.raises(FaultError, match=r"no method 'GIT'.*did you mean GET"):
+        fake.faults.reset(method="git")
+
+
+@pytest.mark.parametrize(
+    "match",
+    [
+        {},
+        {"method": "get"},
+        {"route": "/v1/sandboxes/{id}/exec"},
+        {"route": "delete /v1/sandboxes/{id}"},
+        {"method": "DELETE", "route": "/v1/sandboxes/{id}"},
+        {"route": "HEAD /v1/sandboxes/{id}"},
+        {"route": "GET /healthz"},
+        {"sandbox": "sb_1", "tenant": "usr_1"},
+    ],
+)
+def test_every_served_route_form_is_accepted(fake: FakeCreateOS, match: dict[str, str]) -> None:
+    assert fake.faults.add({"match": match, "action": {"type": "reset"}}).id == "rule_1"
+
+
+async def test_a_refused_route_answers_400_with_a_suggestion(client: Client) -> None:
+    rule = {"match": {"route": "GET /v1/sandbox/{id}"}, "action": {"type": "reset"}}
+    await expect_error(
+        await client.post("/_fake/faults", json=rule),
+        400,
+        "invalid fault rule: match: no route GET /v1/sandbox/{id};"
+        " did you mean GET /v1/sandboxes/{id}",
+    )
+
+
+async def test_the_control_api_takes_a_plain_list_of_rules(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    rules = [
+        {"match": {"route": "GET /v1/whoami"}, "action": {"type": "error", "status": 503}},
+        {"match": {"route": "POST /v1/sandboxes"}, "action": {"type": "reset"}},
+    ]
+    added = await client.post("/_fake/faults", json=rules)
+    assert (await added.json())["data"]["ids"] == ["rule_1", "rule_2"]
+    await expect_error(await client.get("/v1/whoami"), 503, "injected error")
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+async def test_a_list_with_one_bad_rule_adds_none(
+    fake: FakeCreateOS, client: Client, wrapped: bool
+) -> None:
+    rules: list[Any] = [
+        {"match": {"route": "GET /v1/whoami"}, "action": {"type": "reset"}},
+        {"match": {"route": "GIT /v1/whoami"}, "action": {"type": "reset"}},
+    ]
+    body = {"rules": rules} if wrapped else rules
+    await expect_error(await client.post("/_fake/faults", json=body), 400, "no method 'GIT'")
+    assert fake.faults.rules == []
+
+
+@pytest.mark.parametrize("body", [[], {"rules": []}, {"rules": "all"}, 5])
+async def test_no_rules_at_all_is_refused(client: Client, body: Any) -> None:
+    await expect_error(
+        await client.post("/_fake/faults", json=body), 400, "a non-empty list of rules"
+    )
+
+
+async def test_a_gate_says_which_requests_it_holds_and_since_when(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    fake.faults.gate("g", route="DELETE /v1/sandboxes/{id}")
+    deletion = asyncio.ensure_future(client.delete(f"/v1/sandboxes/{sandbox_id}"))
+    await fake.faults.gates["g"].wait_held(1)
+    gate = (await (await client.get("/_fake/gates/g")).json())["data"]
+    [held] = gate["holding"]
+    assert held == {
+        "method": "DELETE",
+        "path": f"/v1/sandboxes/{sandbox_id}",
+        "since": held["since"],
+        "tenant": fake.tenant("skp_test_owner").id,
+        "sandbox": sandbox_id,
+    }
+    assert held["since"].endswith("Z")
+    state = (await (await client.get("/_fake/state")).json())["data"]
+    assert state["gates"][0]["holding"] == [held]
+    fake.faults.gates["g"].release()
+    assert (await deletion).status == 200
+    assert fake.faults.gates["g"].as_json()["holding"] == []

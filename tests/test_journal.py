@@ -9,6 +9,7 @@ import pytest
 from fake_server.clock import MANUAL_EPOCH, ManualClock
 from fake_server.journal import Entry, Journal, JournalAssertionError
 from fake_server.lifecycle import Status
+from fake_server.routes import route_table
 
 
 def request(journal: Journal, method: str, route: str, path: str, **fields: object) -> Entry:
@@ -137,3 +138,58 @@ def test_packed_requests_count_against_the_ring() -> None:
     assert journal.dropped == 2
     assert [entry.path for entry in journal.tail(5)] == ["/healthz?2", "/healthz?3"]
     assert isinstance(journal.tail(1)[0].time, datetime)  # real wall time by default
+
+
+def deleted(journal: Journal) -> Entry:
+    return finish(
+        journal,
+        request(journal, "DELETE", "/v1/sandboxes/{id}", "/v1/sandboxes/sb_X", sandbox="sb_X"),
+    )
+
+
+def test_a_concrete_path_matches_the_requests_made_to_it() -> None:
+    journal = Journal()
+    entry = deleted(journal)
+    journal.assert_requested("DELETE /v1/sandboxes/sb_X")
+    journal.assert_requested("/v1/sandboxes/sb_X", times=1)
+    assert journal.requests(route="delete /v1/sandboxes/sb_X") == [entry]
+    journal.assert_not_requested("DELETE /v1/sandboxes/sb_Y")
+    journal.assert_not_requested("GET /v1/sandboxes/sb_X")
+    with pytest.raises(JournalAssertionError, match="expected no DELETE /v1/sandboxes/sb_X"):
+        journal.assert_not_requested("DELETE /v1/sandboxes/sb_X")
+    with pytest.raises(JournalAssertionError) as caught:
+        journal.assert_requested("DELETE /v1/sandboxes/sb_X", times=2)
+    assert str(caught.value).startswith("expected DELETE /v1/sandboxes/sb_X 2 time(s), found 1.")
+    assert "DELETE /v1/sandboxes/sb_X -> 200" in str(caught.value)
+
+
+@pytest.mark.parametrize("call", ["assert_requested", "assert_not_requested", "requests"])
+def test_an_unknown_filter_names_the_filters(call: str) -> None:
+    journal = Journal()
+    with pytest.raises(TypeError) as caught:
+        getattr(journal, call)(route="/v1/sandboxes/{id}", sandbox_id="sb_X")
+    assert f"{call}() has no filter sandbox_id= (did you mean sandbox=?); the filters are" in str(
+        caught.value
+    )
+    assert "sandbox=, tenant=, status=" in str(caught.value)
+
+
+def test_times_on_assert_not_requested_points_to_assert_requested() -> None:
+    with pytest.raises(TypeError, match=r"takes no times=; .* assert_requested\(route, times=N\)"):
+        Journal().assert_not_requested("DELETE /v1/sandboxes/{id}", times=1)
+
+
+def test_a_route_nobody_serves_says_what_was_meant() -> None:
+    journal = Journal(routes=route_table())
+    deleted(journal)
+    with pytest.raises(JournalAssertionError) as caught:
+        journal.assert_requested("DELETE /v1/sandbox/{id}")
+    assert "no route DELETE /v1/sandbox/{id}; did you mean DELETE /v1/sandboxes/{id}" in str(
+        caught.value
+    )
+    with pytest.raises(ValueError, match=r"no method 'GIT'"):
+        journal.assert_not_requested("GIT /v1/sandboxes/{id}")
+    with pytest.raises(ValueError, match=r"did you mean DELETE /v1/sandboxes/\{id\}\?"):
+        journal.assert_not_requested("DELETE /v1/sandboxes/:id")
+    journal.assert_not_requested("POST /v1/sandboxes/{id}/pause")
+    journal.assert_not_requested("POST /v1/sandboxes/sb_X/pause")

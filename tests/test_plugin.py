@@ -130,7 +130,7 @@ def test_failures_carry_a_createos_section(project: pytest.Pytester) -> None:
 
         def test_fails(createos_server):
             sandbox = create(createos_server)
-            createos_server.faults.gate("slow", route="/v1/never")
+            createos_server.faults.gate("slow", route="POST /v1/sandboxes/{id}/fork")
             call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
             assert False, "boom"
         """
@@ -466,7 +466,7 @@ BAD_MARKERS = {
     "duplicate_rule_ids": (
         'faults=[{"id": "r", "action": {"type": "reset"}}, '
         '{"id": "r", "action": {"type": "hang"}}]',
-        "*createos(faults=...): a rule with id 'r' exists already*",
+        "*createos(faults=...): invalid fault rule: a rule with id 'r' exists already*",
     ),
 }
 

@@ -303,6 +303,19 @@ def _sandbox_id(output: Any) -> str:
     return str(data["id"])
 
 
+@pytest.fixture
+def same_constants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis mixes string and number literals of every local module loaded so far into
+    what it draws (hypothesis.internal.conjecture.providers), so a derandomized run still
+    depended on which modules earlier tests in the worker had imported: a new module, or a
+    new literal in one, could steer the chains away from a fork. Here it draws from none."""
+    providers = pytest.importorskip("hypothesis.internal.conjecture.providers")
+    if hasattr(providers, "_get_local_constants"):  # older Hypothesis has no such pool
+        empty = providers.Constants()
+        monkeypatch.setattr(providers, "_get_local_constants", lambda: empty)
+
+
+@pytest.mark.usefixtures("same_constants")
 def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) -> None:
     live = chain_live
     base = STATEFUL_SCHEMA.as_state_machine()

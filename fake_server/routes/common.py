@@ -204,7 +204,7 @@ async def unless_client_leaves(request: web.Request, work: Awaitable[_T]) -> _T:
 
     Example::
 
-        await unless_client_leaves(request, gate.hold())
+        await unless_client_leaves(request, gate.hold(held))
     """
     working = asyncio.ensure_future(work)
     leaving = asyncio.ensure_future(until_client_leaves(request))

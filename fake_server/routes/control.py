@@ -11,7 +11,7 @@ from aiohttp import web
 from fake_server import errors
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
-from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError
+from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
 from fake_server.gates import Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.lifecycle import Durations, check_duration_ms
@@ -89,16 +89,13 @@ async def list_faults(request: web.Request) -> web.Response:
 
 
 async def add_faults(request: web.Request) -> web.Response:
-    """One rule, or ``{"rules": [...]}``; all are checked before any is added."""
+    """One rule, a list of rules or ``{"rules": [...]}``; all are checked before any is added."""
     payload = parse_json(await read_raw_body(request) or b"null")
-    items = payload.get("rules") if isinstance(payload, dict) and "rules" in payload else [payload]
-    if not isinstance(items, list) or not items:
-        raise ApiError.invalid("rules", "must be a non-empty list of rules")
     faults = fake_of(request).faults
     try:
-        ids = [rule.id for rule in faults.add_all(items)]
+        ids = [rule.id for rule in faults.add_all(rules_in(payload))]
     except FaultError as exc:
-        raise ApiError(400, f"invalid fault rule: {exc}") from None
+        raise ApiError(400, str(exc)) from None
     return ok({"ids": ids})
 
 

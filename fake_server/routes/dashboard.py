@@ -2,6 +2,8 @@
 
 The page (``fake_server/dashboard.html``) polls ``/_fake/state`` and ``/_fake/journal`` and
 releases gates through ``/_fake/gates/{name}/release``; it loads nothing from anywhere else.
+It comes with its first state inside (unless the fake has a control token: the page itself is
+served without one), so it shows the fake at once, before any poll.
 """
 
 from __future__ import annotations
@@ -9,16 +11,28 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import json
 import re
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.routes.common import Routes
+from fake_server.routes.common import Routes, fake_of
 
-__all__ = ["DASHBOARD_PATH", "ROUTES", "page"]
+if TYPE_CHECKING:
+    from fake_server.fake import FakeCreateOS
+
+__all__ = ["DASHBOARD_PATH", "JOURNAL_KEPT", "ROUTES", "page", "snapshot"]
 
 DASHBOARD_PATH = "/_fake/"
+
+#: Journal entries the page keeps (it shows the newest hundred of them).
+JOURNAL_KEPT = 200
+
+#: Where the page's first state goes: a JSON data block, which no policy has to allow (a
+#: browser never runs it) and which the page reads before its first poll.
+SNAPSHOT_SLOT = '<script type="application/json" id="snapshot">null</script>'
 
 _SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
@@ -35,6 +49,8 @@ def page() -> tuple[str, str]:
     scripts = _SCRIPT.findall(html)
     if len(scripts) != 1:  # the hash below covers exactly one inline script
         raise RuntimeError("dashboard.html must contain exactly one <script> element")
+    if html.count(SNAPSHOT_SLOT) != 1:
+        raise RuntimeError(f"dashboard.html must contain {SNAPSHOT_SLOT} once")
     digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
     policy = (
         "default-src 'none'; "
@@ -47,10 +63,39 @@ def page() -> tuple[str, str]:
     return html, policy
 
 
+def snapshot(fake: FakeCreateOS) -> dict[str, Any]:
+    """What the page starts from: the fake's state and the newest journal entries, as the
+    page's polls read them (no state when the fake has a control token).
+
+    Example::
+
+        snapshot(fake)["state"]["seed"]
+    """
+    if fake.config.control_token is not None:
+        return {"keep": JOURNAL_KEPT}
+    entries = fake.journal.tail(JOURNAL_KEPT)
+    return {
+        "keep": JOURNAL_KEPT,
+        "state": fake.state(),
+        "journal": {
+            "entries": [entry.as_json() for entry in entries],
+            "next": entries[-1].seq if entries else 0,
+        },
+    }
+
+
+def _embedded(data: dict[str, Any]) -> str:
+    """``data`` as JSON that cannot end its ``<script>`` element early: every ``<``, ``>`` and
+    ``&`` escaped (client-supplied strings, such as sandbox names, are in it)."""
+    text = json.dumps(data, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 async def dashboard(request: web.Request) -> web.Response:
     html, policy = page()
+    filled = SNAPSHOT_SLOT.replace("null", _embedded(snapshot(fake_of(request))))
     return web.Response(
-        text=html,
+        text=html.replace(SNAPSHOT_SLOT, filled),
         content_type="text/html",
         charset="utf-8",
         headers={

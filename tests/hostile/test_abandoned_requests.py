@@ -11,6 +11,8 @@ import aiohttp
 import pytest
 
 from fake_server import FakeCreateOS, ManualClock, ServerConfig, serve
+from fake_server.app import CLIENT_LEFT
+from fake_server.runner import LOOPBACK, start_site, stop_site
 from tests.conftest import eventually
 
 KEY = {"X-Api-Key": "skp_abandon"}
@@ -72,3 +74,42 @@ def connects(fake: FakeCreateOS) -> list[Any]:
 def process_waits(fake: FakeCreateOS, sandbox: str, process: str) -> bool:
     """Whether someone waits for the process's next output (a connect that got this far)."""
     return bool(fake.find_sandbox(sandbox).processes[process]._waiters)
+
+
+async def test_an_answer_its_client_no_longer_waits_for_is_journaled_as_such() -> None:
+    """A handler that does not watch its client (a buffered exec) ends after the client left:
+    the journal keeps what the fake answered, and says nobody got it."""
+    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0))
+    started, finish = asyncio.Event(), asyncio.Event()
+
+    async def block(ctx: Any, args: list[str]) -> int:
+        started.set()
+        await finish.wait()
+        return 0
+
+    fake.commands.register("block", block)
+    runner, url = await start_site(fake, LOOPBACK, 0)
+    server = runner.server
+    assert server is not None
+    try:
+        async with aiohttp.ClientSession(url, headers=KEY) as session:
+            async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+                sandbox = (await created.json())["data"]["id"]
+            exec_path = f"/v1/sandboxes/{sandbox}/exec"
+            request = asyncio.ensure_future(session.post(exec_path, json={"cmd": "block"}))
+            await started.wait()
+            [connection] = server.connections
+            request.cancel()  # the client gives up and closes its connection
+            with pytest.raises(asyncio.CancelledError):
+                await request
+            await eventually(lambda: connection.transport is None)  # the server saw it go
+            finish.set()
+            await eventually(lambda: bool(fake.journal.requests(route=f"POST {exec_path}")))
+            [entry] = fake.journal.requests(route=f"POST {exec_path}")
+            assert (entry.status, entry.detail) == (200, CLIENT_LEFT)
+            assert "-> 200 [the client left before the answer]" in entry.describe()
+            async with session.get("/v1/whoami") as answered:  # a client that waits: unchanged
+                assert answered.status == 200
+            assert fake.journal.requests(route="GET /v1/whoami")[0].detail is None
+    finally:
+        await stop_site(fake, runner)
