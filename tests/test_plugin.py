@@ -217,36 +217,40 @@ def test_a_shared_fake_keeps_the_rules_other_tests_added(project: pytest.Pyteste
     assert left == ["someone-elses"]
 
 
+MANUAL_CLOCK_TEST = """
+import pytest
+from helpers import call, create
+
+@pytest.mark.createos(manual_clock=True, transition_ms=1000)
+def test_clock(createos_server):
+    sandbox = create(createos_server)
+    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
+    assert paused["data"]["status"] == "pausing"
+    createos_server.clock.advance(1)
+    assert createos_server.state[0]["status"] == "paused"
+    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
+    createos_server.clock.advance(1)
+"""
+
+
 def test_manual_clock_and_gates_from_a_sync_test(project: pytest.Pytester) -> None:
-    project.makepyfile(
-        """
-        import threading
-        import pytest
-        from helpers import call, create
+    gate_test = """
+import threading
 
-        @pytest.mark.createos(manual_clock=True, transition_ms=1000)
-        def test_clock(createos_server):
-            sandbox = create(createos_server)
-            paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
-            assert paused["data"]["status"] == "pausing"
-            createos_server.clock.advance(1)
-            assert createos_server.state[0]["status"] == "paused"
-            call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
-
-        def test_gate(createos_server):
-            sandbox = create(createos_server)
-            gate = createos_server.faults.gate("delete", route="DELETE /v1/sandboxes/{id}")
-            results = []
-            worker = threading.Thread(target=lambda: results.append(
-                call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")))
-            worker.start()
-            gate.wait_held(1)
-            assert gate.held == 1 and results == []
-            assert gate.release() == 1
-            worker.join(5)
-            assert results[0][0] == 200
-        """
-    )
+def test_gate(createos_server):
+    sandbox = create(createos_server)
+    gate = createos_server.faults.gate("delete", route="DELETE /v1/sandboxes/{id}")
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")))
+    worker.start()
+    gate.wait_held(1)
+    assert gate.held == 1 and results == []
+    assert gate.release() == 1
+    worker.join(5)
+    assert results[0][0] == 200
+"""
+    project.makepyfile(MANUAL_CLOCK_TEST + gate_test)
     project.runpytest().assert_outcomes(passed=2)
 
 
@@ -398,22 +402,6 @@ def test_marker_durations_apply_per_tenant_on_a_shared_fake(project: pytest.Pyte
         project.runpytest(url, "-p", "no:randomly").assert_outcomes(passed=3)
         tenants = server.call(lambda: [tenant.durations for tenant in server.fake.tenants])
     assert tenants == []  # each test's tenant, durations and all, went with it
-
-
-MANUAL_CLOCK_TEST = """
-import pytest
-from helpers import call, create
-
-@pytest.mark.createos(manual_clock=True, transition_ms=1000)
-def test_clock(createos_server):
-    sandbox = create(createos_server)
-    paused = call(createos_server, "POST", f"/v1/sandboxes/{sandbox}/pause")[1]
-    assert paused["data"]["status"] == "pausing"
-    createos_server.clock.advance(1)
-    assert createos_server.state[0]["status"] == "paused"
-    call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")
-    createos_server.clock.advance(1)
-"""
 
 
 def test_manual_clock_on_a_real_clock_fake_is_one_setup_error(project: pytest.Pytester) -> None:
