@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -26,9 +26,11 @@ from fake_server.lifecycle import Status
 from fake_server.routes import control, dashboard, meta, openapi, runtime, sandboxes
 from fake_server.routes.common import (
     FAKE,
+    SANDBOX,
     SCOPE,
     Handler,
     RequestScope,
+    Routes,
     envelope_response,
     unless_client_leaves,
     until_client_leaves,
@@ -39,7 +41,7 @@ from fake_server.sandbox import Sandbox
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["UNROUTED", "build_app"]
+__all__ = ["HOT", "UNROUTED", "build_app", "register_routes", "route_table"]
 
 log = logging.getLogger("fake_server")
 
@@ -48,6 +50,67 @@ PUBLIC_PATHS = frozenset({"/v1/shapes", "/v1/rootfs"})
 
 #: The name of the catch-all route that answers 404 or 405 for everything no route serves.
 UNROUTED = "unrouted"
+
+#: Each route module's routes, in the order the modules and their routes are declared.
+MODULE_ROUTES = tuple(
+    module.ROUTES for module in (meta, sandboxes, runtime, control, dashboard, openapi)
+)
+
+#: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
+#: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)
+#: in registration order, a regex match each: in module order, exec came after nine misses and
+#: a process's ``/wait`` after seventeen. Moving them changes no answer (tests/test_routing.py
+#: resolves every route's paths both ways).
+#: Two routes that match one path keep their order, whatever aiohttp's version (older ones try
+#: every route in registration order): ``by-ip/{ip}`` stays before ``{id}/files`` and
+#: ``{id}/processes``, which both match ``/v1/sandboxes/by-ip/files``.
+#: ``/v1/sandboxes`` is a plain string: the others pay only a string comparison for it.
+HOT = (
+    "/v1/sandboxes",
+    "/v1/sandboxes/by-ip/{ip}",
+    SANDBOX,
+    SANDBOX + "/exec",
+    runtime.PROCESS + "/wait",
+    runtime.PROCESS + "/connect",
+    runtime.PROCESS,
+    runtime.PROCESS + "/input",
+    SANDBOX + "/processes",
+    SANDBOX + "/files",
+)
+
+
+def route_table(modules: Iterable[Routes] = MODULE_ROUTES) -> Routes:
+    """Every route in the order it is served: the modules' order, except that the :data:`HOT`
+    templates come first (a stable sort: each template's methods stay together).
+
+    Example::
+
+        route_table()[0]   # ('GET', '/v1/sandboxes/{id}', <function get>)
+    """
+    routes = [route for table in modules for route in table]
+    rank = {template: position for position, template in enumerate(HOT)}
+    return tuple(sorted(routes, key=lambda route: rank.get(route[1], len(HOT))))
+
+
+def register_routes(
+    router: web.UrlDispatcher,
+    routes: Routes,
+    serve: Callable[[Handler, str, str | None], Handler] = lambda handler, method, path: handler,
+) -> None:
+    """Add ``routes`` (each GET also as HEAD) and the catch-all to ``router``, each handler as
+    ``serve(handler, method, template)`` makes it.
+
+    Example::
+
+        register_routes(app.router, route_table())
+    """
+    for method, template, handler in routes:
+        router.add_route(method, template, serve(handler, method, template))
+        if method == "GET":  # as any HTTP server does: the GET's headers, no body
+            router.add_route("HEAD", template, serve(handler, "HEAD", template))
+    # Last, so that it only ever sees what no other route matched.
+    # [\s\S], not ".": a path may hold an encoded newline (%0a), and "." stops at it.
+    router.add_route("*", r"/{path:[\s\S]*}", serve(_unrouted, "*", None), name=UNROUTED)
 
 
 def build_app(fake: FakeCreateOS) -> web.Application:
@@ -58,17 +121,11 @@ def build_app(fake: FakeCreateOS) -> web.Application:
     )
     app[FAKE] = fake
     request_ids = itertools.count(1)
-    for module in (meta, sandboxes, runtime, control, dashboard, openapi):
-        for method, template, handler in module.ROUTES:
-            served = _served(fake, request_ids, handler, method=method, template=template)
-            app.router.add_route(method, template, served)
-            if method == "GET":  # as any HTTP server does: the GET's headers, no body
-                head = _served(fake, request_ids, handler, method="HEAD", template=template)
-                app.router.add_route("HEAD", template, head)
-    # Last, so that it only ever sees what no other route matched.
-    served = _served(fake, request_ids, _unrouted, method="*", template=None)
-    # [\s\S], not ".": a path may hold an encoded newline (%0a), and "." stops at it.
-    app.router.add_route("*", r"/{path:[\s\S]*}", served, name=UNROUTED)
+
+    def serve(handler: Handler, method: str, template: str | None) -> Handler:
+        return _served(fake, request_ids, handler, method=method, template=template)
+
+    register_routes(app.router, route_table(), serve)
     app.on_cleanup.append(lambda _: fake.stop_commands())
     return app
 
@@ -186,6 +243,7 @@ def _served(
 
     serve.__name__ = serve.__qualname__ = getattr(handler, "__name__", "serve")
     serve.__doc__ = handler.__doc__
+    serve.__wrapped__ = handler  # type: ignore[attr-defined]
     return serve
 
 
