@@ -10,9 +10,14 @@ Peers users would otherwise pick are measured in the same rounds when they are i
 pytest-httpserver serving the same bytes on the same path, and moto's server answering S3's
 ``ListBuckets`` (``GET /``), a comparable read of a mocked cloud API.
 
+With ``--instructions`` it also runs both servers under valgrind's callgrind and prints the
+instructions per request of each (the noise-free figure on a shared machine) and their ratio,
+for ``GET /v1/sandboxes/{id}``, ``POST .../exec`` of ``echo hi`` and a list page of 100.
+
 Usage::
 
     python benchmarks/throughput.py            # 5 rounds of 3 s per server
+    python benchmarks/throughput.py --instructions        # and instructions under callgrind
     python benchmarks/throughput.py --quick    # 2 rounds of 1 s (a smoke run)
     python benchmarks/throughput.py --client python --check   # exit 1 below --min-ratio
 
