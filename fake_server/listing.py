@@ -20,7 +20,6 @@ Example::
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
 from itertools import accumulate
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -129,9 +128,6 @@ class Ranked:
             i += 1
             page += blocks[i][: limit - len(page)]
         return page
-
-    def __iter__(self) -> Iterator[Sandbox]:
-        return (sandbox for block in self._blocks for sandbox in block)
 
 
 class SandboxListing:
