@@ -10,9 +10,14 @@ Peers users would otherwise pick are measured in the same rounds when they are i
 pytest-httpserver serving the same bytes on the same path, and moto's server answering S3's
 ``ListBuckets`` (``GET /``), a comparable read of a mocked cloud API.
 
+With ``--instructions`` it also runs both servers under valgrind's callgrind and prints the
+instructions per request of each (the noise-free figure on a shared machine) and their ratio,
+for ``GET /v1/sandboxes/{id}``, ``POST .../exec`` of ``echo hi`` and a list page of 100.
+
 Usage::
 
     python benchmarks/throughput.py            # 5 rounds of 3 s per server
+    python benchmarks/throughput.py --instructions        # and instructions under callgrind
     python benchmarks/throughput.py --quick    # 2 rounds of 1 s (a smoke run)
     python benchmarks/throughput.py --client python --check   # exit 1 below --min-ratio
 
@@ -37,7 +42,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +55,18 @@ TARGETS = ("fake", "bare")
 PEERS = {"pytest-httpserver": "pytest_httpserver", "moto": "moto.server"}
 ROUTE = "/v1/sandboxes/{id}"
 API_KEY = "skp_benchmark"
+SHAPE = "s-1vcpu-1gb"
+#: Sandboxes in the fake's tenant: one list page of them is measured.
+PAGE = 100
+EXEC_BODY = json.dumps({"cmd": "echo", "args": ["hi"]}, separators=(",", ":"))
 
 
 # -- server processes --------------------------------------------------------------------------
 
 
 def serve_fake() -> None:
-    """Serve the fake with one running sandbox; print where to find it."""
+    """Serve the fake with one tenant of PAGE running sandboxes (the first is the one GETs
+    read and execs run in); print where to find it."""
     from fake_server import FakeCreateOS, ServerConfig
     from fake_server.runner import start_site
     from fake_server.sandboxes import CreateSpec
@@ -65,33 +75,61 @@ def serve_fake() -> None:
         # Default config apart from the seed: the benchmark measures the fake as users run it
         # (journal, fault engine and all), with no rules installed.
         fake = FakeCreateOS(ServerConfig(seed=1, api_keys=(API_KEY,)))
-        sandbox = fake.sandboxes.create(fake.tenant(API_KEY), CreateSpec(shape="s-1vcpu-1gb"))
+        tenant = fake.tenant(API_KEY)
+        ids = [fake.sandboxes.create(tenant, CreateSpec(shape=SHAPE)).id for _ in range(PAGE)]
         _, url = await start_site(fake, "127.0.0.1", 0)
-        _announce({"url": url + f"/v1/sandboxes/{sandbox.id}", "headers": {"X-Api-Key": API_KEY}})
+        _announce(
+            {
+                "url": url + f"/v1/sandboxes/{ids[0]}",
+                "base": url,
+                "sandbox": ids[0],
+                "headers": {"X-Api-Key": API_KEY},
+            }
+        )
         await asyncio.Event().wait()
 
     _run_server(main())
 
 
-def serve_bare(body_file: str) -> None:
-    """Serve a handler that only returns ``body_file``'s bytes on the same route template."""
+def serve_bare(body_file: str, page_file: str | None, exec_file: str | None) -> None:
+    """Serve handlers that do the least each route needs, on the fake's route templates:
+    ``GET /v1/sandboxes/{id}`` returns ``body_file``'s bytes, ``GET /v1/sandboxes`` returns
+    ``page_file``'s, and ``POST /v1/sandboxes/{id}/exec`` parses the request's JSON and
+    json-encodes the answer of ``exec_file`` (with its own ``exec_ms``), as any handler that
+    computes its answer must."""
     from aiohttp import web
 
     body = Path(body_file).read_bytes()
+    page = Path(page_file).read_bytes() if page_file else b""
+    answer = json.loads(Path(exec_file).read_bytes()) if exec_file else {}
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     async def handler(request: web.Request) -> web.Response:
         return web.Response(body=body, content_type="application/json")
 
+    async def list_page(request: web.Request) -> web.Response:
+        return web.Response(body=page, content_type="application/json")
+
+    async def run(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        json.loads(await request.read())
+        data = {**answer["data"], "exec_ms": round((time.perf_counter() - started) * 1000, 3)}
+        encoded = dumps({"status": "success", "data": data}).encode()
+        return web.Response(body=encoded, content_type="application/json")
+
     async def main() -> None:
         app = web.Application()
         app.router.add_get(ROUTE, handler, allow_head=False)
+        app.router.add_get("/v1/sandboxes", list_page, allow_head=False)
+        app.router.add_post(ROUTE + "/exec", run)
         # Same runner settings as the fake's (no access log, which would dominate both).
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         port = runner.addresses[0][1]
-        _announce({"url": f"http://127.0.0.1:{port}/v1/sandboxes/sb_bare", "headers": {}})
+        base = f"http://127.0.0.1:{port}"
+        _announce({"url": f"{base}/v1/sandboxes/sb_bare", "base": base, "headers": {}})
         await asyncio.Event().wait()
 
     _run_server(main())
@@ -163,6 +201,8 @@ class Server:
     process: subprocess.Popen[str]
     url: str
     headers: dict[str, str]
+    #: What else the server announced (``base`` URL, ``sandbox`` id).
+    info: dict[str, Any] = field(default_factory=dict)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -191,10 +231,15 @@ def spawn_server(
     return process, info
 
 
-def start_server(name: str, extra: Sequence[str], cpus: set[int] | None) -> Server:
-    command = [sys.executable, str(Path(__file__).resolve()), "--serve", name, *extra]
-    process, info = spawn_server(name, command, cpus)
-    return Server(name, process, info["url"], info["headers"])
+def start_server(
+    name: str, extra: Sequence[str], cpus: set[int] | None, *, wrapper: Sequence[str] = ()
+) -> Server:
+    """Start one of this file's servers, in ``wrapper`` (e.g. valgrind) when given."""
+    command = [*wrapper, sys.executable, str(Path(__file__).resolve()), "--serve", name, *extra]
+    # valgrind talks on stderr; the server's own errors would show there too.
+    popen = {"stderr": subprocess.DEVNULL} if wrapper else {}
+    process, info = spawn_server(name, command, cpus, **popen)
+    return Server(name, process, info["url"], info["headers"], info)
 
 
 def _pin(cpus: set[int] | None) -> Callable[[], None] | None:
@@ -204,10 +249,11 @@ def _pin(cpus: set[int] | None) -> Callable[[], None] | None:
     return lambda: os.sched_setaffinity(0, cpus)
 
 
-def fetch(server: Server) -> bytes:
-    """One request, checked: the benchmark must measure successful answers."""
-    request = urllib.request.Request(server.url, headers=server.headers)
-    with urllib.request.urlopen(request, timeout=10) as response:
+def fetch(server: Server, url: str | None = None, data: bytes | None = None) -> bytes:
+    """One request (a GET, or a POST of ``data``), checked: the benchmark must measure
+    successful answers."""
+    request = urllib.request.Request(url or server.url, data=data, headers=server.headers)
+    with urllib.request.urlopen(request, timeout=60) as response:
         if response.status != 200:
             raise SystemExit(f"{server.name}: HTTP {response.status}")
         body: bytes = response.read()
@@ -354,6 +400,192 @@ def load(
     print(json.dumps({**counts, "seconds": elapsed}))
 
 
+# -- instructions under callgrind -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One route measured by instructions: the same request sent to both servers."""
+
+    label: str
+    method: str
+    #: The path, with ``{id}`` for the fake's sandbox.
+    path: str
+    body: str
+    #: The goal for bare / fake instructions per request.
+    target: float
+
+
+PROBES = (
+    Probe("GET /v1/sandboxes/{id}", "GET", "/v1/sandboxes/{id}", "", 0.88),
+    Probe(
+        "POST /v1/sandboxes/{id}/exec (echo hi)", "POST", "/v1/sandboxes/{id}/exec", EXEC_BODY, 0.75
+    ),
+    Probe(
+        f"GET /v1/sandboxes?limit={PAGE} ({PAGE} sandboxes)",
+        "GET",
+        f"/v1/sandboxes?limit={PAGE}",
+        "",
+        0.5,
+    ),
+)
+
+
+def ensure_valgrind() -> str:
+    """valgrind's version, installing Debian's package with apt-get when it is missing and this
+    process may (root, or sudo without a password); otherwise a clear message."""
+    if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
+        sudo: list[str] = []
+        if os.geteuid() != 0 and shutil.which("sudo"):
+            probe = subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False)
+            sudo = ["sudo", "-n"] if probe.returncode == 0 else []
+        if not shutil.which("apt-get") or (os.geteuid() != 0 and not sudo):
+            raise SystemExit(
+                "--instructions needs valgrind (its callgrind tool and callgrind_control); "
+                "install it (Debian/Ubuntu: apt-get install valgrind; Fedora: dnf install "
+                "valgrind) and run again"
+            )
+        print("valgrind is missing: installing it with apt-get", flush=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = [*sudo, "apt-get", "install", "-y", "--no-install-recommends", "valgrind"]
+        if subprocess.run(install, env=env, check=False, timeout=900).returncode != 0:
+            subprocess.run([*sudo, "apt-get", "update"], env=env, check=False, timeout=900)
+            subprocess.run(install, env=env, check=True, timeout=900)
+    version = subprocess.run(
+        ["valgrind", "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    return version.strip()
+
+
+def callgrind(out_file: Path) -> list[str]:
+    """The command prefix running a server under callgrind, dumps going to ``out_file.N``."""
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out_file}",
+        # Counting only: no per-instruction or jump data, which would slow the run down.
+        "--dump-instr=no",
+        "--collect-jumps=no",
+    ]
+
+
+def callgrind_control(option: str, server: Server) -> None:
+    subprocess.run(
+        ["callgrind_control", option, str(server.process.pid)],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+
+
+def dumped_instructions(out_file: Path) -> int:
+    """Instructions (Ir) in the newest dump of ``out_file``."""
+    dumps = sorted(
+        out_file.parent.glob(out_file.name + ".*"), key=lambda p: int(p.suffix.lstrip("."))
+    )
+    if not dumps:
+        raise SystemExit(f"callgrind wrote no dump next to {out_file}")
+    for line in dumps[-1].read_text().splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no totals in {dumps[-1]}")
+
+
+def instructions_per_request(
+    server: Server, out_file: Path, probe: Probe, sandbox: str, *, requests: int, warmup: int
+) -> float:
+    """Warm up, zero the server's counters, send ``requests`` (one connection, each answered
+    before the next is sent), dump the counters: instructions per request, the load
+    client's process not included (it runs outside valgrind)."""
+    url = server.info["base"] + probe.path.replace("{id}", sandbox)
+    target = replace(server, url=url)
+
+    def send(count: int) -> None:
+        run = run_python(
+            target,
+            seconds=600.0,  # the bound; under callgrind a request takes a few milliseconds
+            connections=1,
+            max_requests=count,
+            cpus=None,
+            method=probe.method,
+            body=probe.body,
+        )
+        if run.errors or run.requests != count:
+            raise SystemExit(
+                f"{server.name} {probe.label}: {run.requests} of {count} answered, "
+                f"{run.errors} failed; not a valid result"
+            )
+
+    send(warmup)
+    callgrind_control("--zero", server)
+    send(requests)
+    callgrind_control("--dump", server)
+    return dumped_instructions(out_file) / requests
+
+
+def measure_instructions(requests: int, warmup: int) -> list[tuple[Probe, float, float]]:
+    """Both servers under callgrind: instructions per request of each probe, fake and bare."""
+    version = ensure_valgrind()
+    print(
+        f"instructions per request under callgrind ({version}): {requests} requests per route "
+        f"after {warmup} warm-up, one connection, both servers in valgrind",
+        flush=True,
+    )
+    results = []
+    with tempfile.TemporaryDirectory() as scratch:
+        outs = {name: Path(scratch, f"{name}.callgrind") for name in TARGETS}
+        started: list[Server] = []
+        try:
+            fake = start_server("fake", [], None, wrapper=callgrind(outs["fake"]))
+            started.append(fake)
+            sandbox = fake.info["sandbox"]
+            bodies = {
+                "body": fetch(fake),
+                "page-body": fetch(fake, fake.info["base"] + PROBES[2].path),
+                "exec-answer": fetch(
+                    fake,
+                    fake.info["base"] + PROBES[1].path.replace("{id}", sandbox),
+                    data=EXEC_BODY.encode(),
+                ),
+            }
+            extra = []
+            for option, body in bodies.items():
+                Path(scratch, option).write_bytes(body)
+                extra += [f"--{option}", str(Path(scratch, option))]
+            bare = start_server("bare", extra, None, wrapper=callgrind(outs["bare"]))
+            started.append(bare)
+            for probe in PROBES:
+                counts = [
+                    instructions_per_request(
+                        server, outs[server.name], probe, sandbox, requests=requests, warmup=warmup
+                    )
+                    for server in (fake, bare)
+                ]
+                results.append((probe, counts[0], counts[1]))
+        finally:
+            for server in started:
+                server.stop()
+    return results
+
+
+def instructions_report(results: list[tuple[Probe, float, float]]) -> tuple[str, bool]:
+    """The table of instructions per request and ratios; whether every target is met."""
+    width = max(len(probe.label) for probe, _, _ in results)
+    lines = [
+        f"{'route':<{width}}  {'fake Ir/req':>12}  {'bare Ir/req':>12}  {'bare/fake':>9}  target"
+    ]
+    met = True
+    for probe, fake, bare in results:
+        ratio = bare / fake
+        ok = ratio >= probe.target
+        met = met and ok
+        lines.append(
+            f"{probe.label:<{width}}  {fake:>12,.0f}  {bare:>12,.0f}  {ratio:>8.2f}x  "
+            f">= {probe.target:.2f}x {'OK' if ok else 'BELOW TARGET'}"
+        )
+    return "\n".join(lines), met
+
+
 # -- the measurement ---------------------------------------------------------------------------
 
 
@@ -400,10 +632,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-ratio", type=float, default=0.8)
     parser.add_argument("--check", action="store_true", help="exit 1 when below --min-ratio")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server/client CPUs")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per request (GET, exec, a list page) of both servers "
+        "under valgrind's callgrind, and their ratios",
+    )
+    parser.add_argument(
+        "--only-instructions", action="store_true", help="--instructions without the req/s rounds"
+    )
+    parser.add_argument("--instr-requests", type=int, default=300, help="per route and server")
+    parser.add_argument("--instr-warmup", type=int, default=50, help="per route and server")
     # Internal entry points: this file is also the server and the fallback client processes.
     parser.add_argument("--no-peers", action="store_true", help="measure only fake and bare")
     parser.add_argument("--serve", choices=(*TARGETS, *PEERS), help=argparse.SUPPRESS)
     parser.add_argument("--body", help=argparse.SUPPRESS)
+    parser.add_argument("--page-body", help=argparse.SUPPRESS)
+    parser.add_argument("--exec-answer", help=argparse.SUPPRESS)
     parser.add_argument("--load", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--load-method", default="GET", help=argparse.SUPPRESS)
     parser.add_argument("--load-body", default="", help=argparse.SUPPRESS)
@@ -413,7 +658,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve_fake()
         return 0
     if args.serve == "bare":
-        serve_bare(args.body)
+        serve_bare(args.body, args.page_body, args.exec_answer)
         return 0
     if args.serve == "pytest-httpserver":
         serve_httpserver(args.body)
@@ -442,6 +687,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif client == "wrk" and not shutil.which("wrk"):
         parser.error("wrk is not installed")
     server_cpus, client_cpus = (None, None) if args.no_pin else split_cpus()
+    instructions_met = True
+    if args.instructions or args.only_instructions:
+        table, instructions_met = instructions_report(
+            measure_instructions(args.instr_requests, args.instr_warmup)
+        )
+        print(table, flush=True)
+        if args.only_instructions:
+            return 1 if args.check and not instructions_met else 0
 
     def measure(server: Server, seconds: float) -> Run:
         before = cpu_seconds(server.process.pid)
@@ -508,7 +761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"ratio fake/bare req/s (median of rounds): {ratio:.2f}x   "
         f"target >= {args.min_ratio:.2f}x   {verdict}"
     )
-    return 1 if args.check and ratio < args.min_ratio else 0
+    return 1 if args.check and (ratio < args.min_ratio or not instructions_met) else 0
 
 
 def report(results: dict[str, list[Run]]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -43,7 +43,7 @@ from fake_server.sandbox import Sandbox
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["CLIENT_LEFT", "UNROUTED", "build_app"]
+__all__ = ["CLIENT_LEFT", "UNROUTED", "build_app", "register_routes"]
 
 log = logging.getLogger("fake_server")
 
@@ -58,6 +58,25 @@ UNROUTED = "unrouted"
 CLIENT_LEFT = "the client left before the answer"
 
 
+def register_routes(
+    router: web.UrlDispatcher,
+    routes: Iterable[tuple[str, str, Handler]],
+    serve: Callable[[Handler, str, str | None], Handler] = lambda handler, method, path: handler,
+) -> None:
+    """Add ``routes`` (as :func:`fake_server.routes.served` lists them) and the catch-all to
+    ``router``, each handler as ``serve(handler, method, template)`` makes it.
+
+    Example::
+
+        register_routes(app.router, served())
+    """
+    for method, template, handler in routes:
+        router.add_route(method, template, serve(handler, method, template))
+    # Last, so that it only ever sees what no other route matched.
+    # [\s\S], not ".": a path may hold an encoded newline (%0a), and "." stops at it.
+    router.add_route("*", r"/{path:[\s\S]*}", serve(_unrouted, "*", None), name=UNROUTED)
+
+
 def build_app(fake: FakeCreateOS) -> web.Application:
     """An application serving ``fake`` (the API, the control API, the dashboard)."""
     app = web.Application(
@@ -66,13 +85,11 @@ def build_app(fake: FakeCreateOS) -> web.Application:
     )
     app[FAKE] = fake
     request_ids = itertools.count(1)
-    for method, template, handler in served_routes():
-        served = _served(fake, request_ids, handler, method=method, template=template)
-        app.router.add_route(method, template, served)
-    # Last, so that it only ever sees what no other route matched.
-    served = _served(fake, request_ids, _unrouted, method="*", template=None)
-    # [\s\S], not ".": a path may hold an encoded newline (%0a), and "." stops at it.
-    app.router.add_route("*", r"/{path:[\s\S]*}", served, name=UNROUTED)
+
+    def serve(handler: Handler, method: str, template: str | None) -> Handler:
+        return _served(fake, request_ids, handler, method=method, template=template)
+
+    register_routes(app.router, served_routes(), serve)
     app.on_cleanup.append(lambda _: fake.stop_commands())
     return app
 
@@ -194,6 +211,7 @@ def _served(
 
     serve.__name__ = serve.__qualname__ = getattr(handler, "__name__", "serve")
     serve.__doc__ = handler.__doc__
+    serve.__wrapped__ = handler  # type: ignore[attr-defined]
     return serve
 
 

@@ -6,7 +6,7 @@ can hold a hundred thousand idle sandboxes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -17,14 +17,26 @@ from fake_server.filesystem import FileSystem
 from fake_server.lifecycle import PendingTransition, Status
 
 if TYPE_CHECKING:
+    from fake_server.listing import SandboxListing
     from fake_server.processes import ManagedProcess
 
-__all__ = ["Sandbox"]
+__all__ = ["Sandbox", "encoded_views"]
 
 #: Fields that never show in a view, so changing them keeps the cached view.
 _OUTSIDE_THE_VIEW = frozenset(
-    {"_view", "_view_body", "last_activity", "pending", "_fs", "_processes"}
+    {
+        "_view",
+        "_view_json",
+        "_view_body",
+        "last_activity",
+        "pending",
+        "_fs",
+        "_processes",
+        "_order",
+        "_listing",
+    }
 )
+_BODY_HEAD = b'{"status":"success","data":'
 
 
 @dataclass(slots=True, eq=False)
@@ -58,20 +70,35 @@ class Sandbox:
     last_activity: float = 0.0
     _fs: FileSystem | None = None
     _processes: dict[str, ManagedProcess] | None = None
+    #: Creation order in its tenant, and the tenant's listing that follows its status (both
+    #: set by the listing when the tenant adopts the sandbox).
+    _order: int = 0
+    _listing: SandboxListing | None = None
     _view: dict[str, Any] | None = None
+    #: :meth:`view` encoded, and the GET body around it: both once per change.
+    _view_json: bytes | None = None
     _view_body: bytes | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # GETs of a sandbox far outnumber changes to it: its view is built (and encoded) once
-        # per change.
+        if name == "status":
+            # Every status change passes here, whoever makes it (a lifecycle timer, a state
+            # fault, a test): the tenant's listing by status follows it. ``getattr``: the
+            # dataclass sets ``status`` before ``_listing`` exists.
+            listing = getattr(self, "_listing", None)
+            if listing is not None:
+                listing.restatus(self, value)
         object.__setattr__(self, name, value)
+        # GETs and list pages of a sandbox far outnumber changes to it: its view is built (and
+        # encoded) once per change.
         if name not in _OUTSIDE_THE_VIEW:
             object.__setattr__(self, "_view", None)
+            object.__setattr__(self, "_view_json", None)
             object.__setattr__(self, "_view_body", None)
 
     def changed(self) -> None:
         """Say that a mutable field (a list or dict) was changed in place."""
         self._view = None
+        self._view_json = None
         self._view_body = None
 
     @property
@@ -112,10 +139,28 @@ class Sandbox:
             self._view = self._build_view()
         return dict(self._view)
 
+    def view_json(self, encode: Callable[[Any], bytes]) -> bytes:
+        """:meth:`view` encoded by ``encode``, once per change (list pages join these).
+
+        Example::
+
+            sandbox.view_json(encode)   # b'{"id":"sb_...","status":"running",...}'
+        """
+        if self._view_json is None:
+            self._view_json = encode(self.view())
+        return self._view_json
+
     def view_body(self, encode: Callable[[Any], bytes]) -> bytes:
-        """The JSend success body of :meth:`view`, encoded by ``encode`` once per change."""
+        """The JSend success body of :meth:`view` (``GET /v1/sandboxes/{id}``), built around
+        :meth:`view_json` once per change: the same bytes as ``encode`` gives for the whole
+        envelope, because a compact encoding of an object does not depend on what holds it.
+
+        Example::
+
+            sandbox.view_body(encode)   # b'{"status":"success","data":{"id":"sb_...",...}}'
+        """
         if self._view_body is None:
-            self._view_body = encode({"status": "success", "data": self.view()})
+            self._view_body = _BODY_HEAD + self.view_json(encode) + b"}"
         return self._view_body
 
     def _build_view(self) -> dict[str, Any]:
@@ -173,3 +218,14 @@ class Sandbox:
         if self.auto_pause_after_seconds is not None:
             view["auto_pause_after_seconds"] = self.auto_pause_after_seconds
         return view
+
+
+def encoded_views(sandboxes: Iterable[Sandbox], encode: Callable[[Any], bytes]) -> list[bytes]:
+    """:meth:`Sandbox.view_json` of each sandbox (the cached bytes read directly: a page holds
+    up to 500, and a method call each would cost more than the join).
+
+    Example::
+
+        b",".join(encoded_views(page, encode))   # the items of a list page
+    """
+    return [sandbox._view_json or sandbox.view_json(encode) for sandbox in sandboxes]

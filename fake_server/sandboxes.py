@@ -11,7 +11,6 @@ Example::
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 
@@ -156,15 +155,14 @@ class SandboxService:
     def page(
         self, tenant: Tenant, *, status: Status | None, limit: int, offset: int
     ) -> tuple[list[Sandbox], int]:
-        """One page (in creation order) and the total matching the filter."""
-        if status is None:
-            total = len(tenant.sandboxes)
-            if offset >= total:  # also keeps islice away from offsets beyond sys.maxsize
-                return [], total
-            page = list(itertools.islice(tenant.sandboxes.values(), offset, offset + limit))
-            return page, total
-        matching = [s for s in tenant.sandboxes.values() if s.status is status]
-        return matching[offset : offset + limit], len(matching)
+        """One page (in creation order) and the total matching the filter, in O(page) time
+        whatever the offset and the tenant's size (see :mod:`fake_server.listing`).
+
+        Example::
+
+            page, total = service.page(tenant, status=Status.PAUSED, limit=100, offset=200)
+        """
+        return tenant.listing.page(status, offset=offset, limit=limit)
 
     def by_ip(self, tenant: Tenant, ip: str) -> Sandbox:
         sandbox_id = tenant.by_ip.get(ip)

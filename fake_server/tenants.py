@@ -14,6 +14,7 @@ from fake_server import errors
 from fake_server.errors import ApiError
 from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import Durations, Status
+from fake_server.listing import SandboxListing
 from fake_server.sandbox import Sandbox
 
 __all__ = ["Tenant", "Tenants"]
@@ -29,7 +30,11 @@ class Tenant:
     implicit: bool = False
     #: The fake clock's time of its last authenticated request.
     last_seen: float = 0.0
+    #: By id, in creation order. Add and drop sandboxes through :meth:`add` and
+    #: :meth:`keep_destroyed` only: :attr:`listing` must follow.
     sandboxes: dict[str, Sandbox] = field(default_factory=dict)
+    #: The same sandboxes by position, overall and per status (list pages read this).
+    listing: SandboxListing = field(default_factory=SandboxListing)
     #: Live (non-terminal) sandbox names: names are unique only among those.
     names: dict[str, str] = field(default_factory=dict)
     by_ip: dict[str, str] = field(default_factory=dict)
@@ -48,6 +53,7 @@ class Tenant:
 
     def add(self, sandbox: Sandbox) -> None:
         self.sandboxes[sandbox.id] = sandbox
+        self.listing.add(sandbox)
         self.names[sandbox.name] = sandbox.id
         self.by_ip[sandbox.ip] = sandbox.id
 
@@ -63,7 +69,10 @@ class Tenant:
             oldest = next(iter(self.destroyed))
             del self.destroyed[oldest]
             gone = self.sandboxes.pop(oldest, None)
-            if gone is not None and self.by_ip.get(gone.ip) == gone.id:
+            if gone is None:
+                continue
+            self.listing.remove(gone)
+            if self.by_ip.get(gone.ip) == gone.id:
                 del self.by_ip[gone.ip]
 
     def has_live_sandboxes(self) -> bool:

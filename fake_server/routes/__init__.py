@@ -1,8 +1,8 @@
 """HTTP routes, one module per API area; handlers translate between HTTP and the model.
 
 The served routes are declared once, in each module's ``ROUTES``; :func:`served` lists them as
-the application registers them and :func:`route_table` as fault rules and journal assertions
-check names against.
+the application registers them (the :data:`HOT` ones first) and :func:`route_table` as fault
+rules and journal assertions check names against.
 
 Example::
 
@@ -17,28 +17,72 @@ from collections.abc import Iterator
 
 from fake_server.route_table import RouteTable
 from fake_server.routes import control, dashboard, meta, openapi, runtime, sandboxes
-from fake_server.routes.common import Handler
+from fake_server.routes.common import SANDBOX, Handler, Routes
 
-__all__ = ["route_table", "served"]
+__all__ = ["HOT", "declared", "hot_first", "route_table", "served"]
 
-#: The route modules, in the order their routes are registered.
+#: The route modules, in the order their routes are declared.
 _MODULES = (meta, sandboxes, runtime, control, dashboard, openapi)
 
+#: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
+#: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)
+#: in registration order, a regex match each: in module order, exec came after nine misses and
+#: a process's ``/wait`` after seventeen. Moving them changes no answer (tests/test_routing.py
+#: resolves every route's paths both ways).
+#: Two routes that match one path keep their order, whatever aiohttp's version (older ones try
+#: every route in registration order): ``by-ip/{ip}`` stays before ``{id}/files`` and
+#: ``{id}/processes``, which both match ``/v1/sandboxes/by-ip/files``.
+#: ``/v1/sandboxes`` is a plain string: the others pay only a string comparison for it.
+HOT = (
+    "/v1/sandboxes",
+    "/v1/sandboxes/by-ip/{ip}",
+    SANDBOX,
+    SANDBOX + "/exec",
+    runtime.PROCESS + "/wait",
+    runtime.PROCESS + "/connect",
+    runtime.PROCESS,
+    runtime.PROCESS + "/input",
+    SANDBOX + "/processes",
+    SANDBOX + "/files",
+)
 
-def served() -> Iterator[tuple[str, str, Handler]]:
-    """Every ``(method, template, handler)`` the application serves, in order: a ``HEAD``
-    beside each ``GET``, as any HTTP server does (the GET's headers, no body).
+
+def declared() -> Routes:
+    """Every module's ``ROUTES``, in the modules' own order.
+
+    Example::
+
+        declared()[0]   # ('GET', '/healthz', <function healthz>)
+    """
+    return tuple(route for module in _MODULES for route in module.ROUTES)
+
+
+def hot_first(routes: Routes) -> Routes:
+    """``routes`` with the :data:`HOT` templates first (a stable sort: each template's
+    methods stay together, and so does the order of all the others).
+
+    Example::
+
+        hot_first(declared())[0][1]   # '/v1/sandboxes'
+    """
+    rank = {template: position for position, template in enumerate(HOT)}
+    return tuple(sorted(routes, key=lambda route: rank.get(route[1], len(HOT))))
+
+
+def served(routes: Routes | None = None) -> Iterator[tuple[str, str, Handler]]:
+    """Every ``(method, template, handler)`` the application serves, in the order it registers
+    them (``routes``, by default ``hot_first(declared())``): a ``HEAD`` beside each ``GET``, as
+    any HTTP server does (the GET's headers, no body).
 
     Example::
 
         [f"{method} {template}" for method, template, _ in served()][:2]
-        # ['GET /healthz', 'HEAD /healthz']
+        # ['GET /v1/sandboxes', 'HEAD /v1/sandboxes']
     """
-    for module in _MODULES:
-        for method, template, handler in module.ROUTES:
-            yield method, template, handler
-            if method == "GET":
-                yield "HEAD", template, handler
+    for method, template, handler in hot_first(declared()) if routes is None else routes:
+        yield method, template, handler
+        if method == "GET":
+            yield "HEAD", template, handler
 
 
 @functools.cache

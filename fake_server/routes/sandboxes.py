@@ -15,12 +15,13 @@ from fake_server.routes.common import (
     fake_of,
     json_response,
     ok,
-    paginated,
+    paginated_body,
     read_body,
     sandbox_of,
     scope,
     tenant_of,
 )
+from fake_server.sandbox import encoded_views
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX, CreateSpec, ForkSpec
 from fake_server.validation import query_int
 
@@ -75,7 +76,9 @@ async def list_sandboxes(request: web.Request) -> web.Response:
     page, total = fake_of(request).sandboxes.page(
         tenant_of(request), status=status, limit=limit, offset=offset
     )
-    return ok(paginated([s.view() for s in page], total=total, limit=limit, offset=offset))
+    # Each sandbox's view is encoded once per change of it; a page only joins them.
+    body = paginated_body(encoded_views(page, encode), total=total, limit=limit, offset=offset)
+    return json_response(body)
 
 
 async def get(request: web.Request) -> web.Response:

@@ -1,0 +1,124 @@
+"""Serving the hot routes first changes no answer: every route's paths (with every literal
+segment of every route as a variable's value, and a few odd ones) resolve to the same handler,
+with the same match, the same 405 ``Allow`` or the same 404, in the served order as in the
+route modules' own order — and the fake's own application serves that order."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, cast
+
+from aiohttp import web
+from yarl import URL
+
+from fake_server import FakeCreateOS
+from fake_server.app import UNROUTED, register_routes
+from fake_server.routes import HOT, declared, hot_first, served
+from fake_server.routes.common import Routes
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+_VARIABLE = re.compile(r"\{[^}]+\}")
+
+
+def router_of(routes: Routes) -> web.UrlDispatcher:
+    router = web.UrlDispatcher()
+    register_routes(router, served(routes))
+    return router
+
+
+class _Request:
+    """What resolving reads of a request (its method and URL); aiohttp's mocked requests cost
+    milliseconds each, and this test makes tens of thousands."""
+
+    def __init__(self, method: str, path: str) -> None:
+        self.method = method
+        self.rel_url = URL(path, encoded=True)
+        self.path = path
+
+
+def request(method: str, path: str) -> web.Request:
+    return cast(web.Request, _Request(method, path))
+
+
+def sample_paths(routes: Routes) -> list[str]:
+    """Each template with its variables set to every literal segment that follows a variable
+    in some template (the values that could make one template match another's paths), to
+    ``by-ip``, and to a few odd values."""
+    literals = {
+        part
+        for _, template, _ in routes
+        for part in template.split("/")[3:]
+        if template.count("{") and "{" not in part
+    }
+    values = sorted(literals | {"by-ip", "sb_x", "p_1", "10.0.0.7", "a%2Fb", "%7Bx%7D"})
+    paths = {"/", "/v1", "/v1/", "/v1/sandboxes/", "/nowhere", "/v1/sandboxes/x/nowhere"}
+    for _, template, _ in routes:
+        fixed = _VARIABLE.split(template)
+        for chosen in itertools.product(values, repeat=len(fixed) - 1):
+            paths.add("".join(itertools.chain(*zip(fixed, (*chosen, ""), strict=True))))
+    return sorted(paths)
+
+
+def outcome(match_info: Any) -> tuple[Any, ...]:
+    """What a resolution decides: the handler and the match, or the error and its Allow."""
+    error = match_info.http_exception
+    if error is not None:
+        return ("error", error.status, error.headers.get("Allow", ""))
+    handler = match_info.route.handler
+    return ("route", getattr(handler, "__wrapped__", handler), dict(match_info))
+
+
+async def resolutions(router: web.UrlDispatcher, requests: list[web.Request]) -> list[Any]:
+    return [outcome(await router.resolve(request)) for request in requests]
+
+
+async def test_hot_routes_first_resolve_every_path_as_the_module_order_does() -> None:
+    assert hot_first(declared()) != declared()
+    requests = [
+        request(method, path) for path in sample_paths(hot_first(declared())) for method in METHODS
+    ]
+    assert len(requests) > 5_000
+    plain = await resolutions(router_of(declared()), requests)
+    served = await resolutions(router_of(hot_first(declared())), requests)
+    # Comparing item by item names the first path that differs.
+    for sent, before, after in zip(requests, plain, served, strict=True):
+        assert after == before, (sent.method, sent.path)
+    # The sample reaches every route, and the catch-all (which answers 404 and 405) too.
+    reached = {result[1].__name__ for result in served}
+    assert reached >= {handler.__name__ for _, _, handler in hot_first(declared())} | {"_unrouted"}
+
+
+async def test_the_fake_serves_the_hot_routes_first() -> None:
+    app = FakeCreateOS(seed=1).app()
+    templates = [resource.canonical for resource in app.router.resources()]
+    assert templates[: len(HOT)] == list(HOT)
+    requests = [
+        request(method, path)
+        for path in ("/v1/sandboxes/sb_x", "/v1/sandboxes/sb_x/exec", "/v1/sandboxes/by-ip/exec")
+        for method in ("GET", "POST")
+    ]
+    assert await resolutions(app.router, requests) == await resolutions(
+        router_of(hot_first(declared())), requests
+    )
+
+
+async def test_routes_that_share_a_path_keep_their_order() -> None:
+    """Why the served order gives the same answers on every aiohttp: older ones try every
+    route in registration order, newer ones those under the path's longest indexed prefix. So
+    any two routes that match one path (``/v1/sandboxes/by-ip/files`` matches both
+    ``by-ip/{ip}`` and ``{id}/files``) must keep their order; the others may move."""
+    plain = router_of(declared())
+    served = router_of(hot_first(declared()))
+    position = {resource.canonical: n for n, resource in enumerate(served.resources())}
+    overlaps = 0
+    for path in sample_paths(hot_first(declared())):
+        probe = request("OPTIONS", path)  # no route has OPTIONS: every match shows
+        matching = [
+            resource.canonical
+            for resource in plain.resources()
+            if resource.name != UNROUTED and (await resource.resolve(probe))[1]
+        ]
+        overlaps += len(matching) > 1
+        assert sorted(matching, key=position.__getitem__) == matching, path
+    assert overlaps  # the sample does hold paths two routes match
