@@ -11,12 +11,14 @@ hammers. Requests no route serves reach a catch-all route behind the same wrappe
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import AbstractResource
 
 from fake_server import errors
 from fake_server.clock import isoformat
@@ -84,14 +86,26 @@ def build_app(fake: FakeCreateOS) -> web.Application:
         handler_args={"max_field_size": 16 << 10},
     )
     app[FAKE] = fake
-    request_ids = itertools.count(1)
-
-    def serve(handler: Handler, method: str, template: str | None) -> Handler:
-        return _served(fake, request_ids, handler, method=method, template=template)
-
-    register_routes(app.router, served_routes(), serve)
+    app[REQUEST_IDS] = itertools.count(1)
+    # The routes are the same for every fake (each request finds its fake in its app): built
+    # once, they are shared, so a fresh app per test costs ~0.2 ms instead of ~3.4 ms of
+    # aiohttp route building (createos_aiohttp_server, aiohttp_client(fake.app())).
+    for resource in _shared_resources():
+        app.router.register_resource(resource)
     app.on_cleanup.append(lambda _: fake.stop_commands())
     return app
+
+
+#: Each app's request id counter.
+REQUEST_IDS: web.AppKey[itertools.count[int]] = web.AppKey("request_ids", itertools.count)
+
+
+@functools.cache
+def _shared_resources() -> tuple[AbstractResource, ...]:
+    """Every route behind the request layer, as aiohttp resources (built once per process)."""
+    router = web.UrlDispatcher()
+    register_routes(router, served_routes(), _served)
+    return tuple(router.resources())
 
 
 async def _unrouted(request: web.Request) -> web.StreamResponse:
@@ -105,17 +119,10 @@ async def _unrouted(request: web.Request) -> web.StreamResponse:
     raise web.HTTPNotFound()
 
 
-def _served(
-    fake: FakeCreateOS,
-    request_ids: Iterator[int],
-    handler: Handler,
-    *,
-    method: str,
-    template: str | None,
-) -> Handler:
+def _served(handler: Handler, method: str, template: str | None) -> Handler:
     """``handler`` behind the fake's request layer; what the layer does for this route (whether
-    it authenticates, whether it journals) is settled here, once, not on every request."""
-    journal, clock, faults = fake.journal, fake.clock, fake.faults
+    it authenticates, whether it journals) is settled here, once, not on every request. The
+    fake is the request's app's (the same routes serve every fake of the process)."""
     path = template or ""
     # The control API is never subject to fault rules: it is how a test recovers.
     is_control = path.startswith(CONTROL_PREFIX)
@@ -127,9 +134,13 @@ def _served(
     needs_token = path != DASHBOARD_PATH
 
     async def serve(request: web.Request) -> web.StreamResponse:
+        app = request.app
+        fake = app[FAKE]
+        journal, clock = fake.journal, fake.clock
         opened = journal.ticket()
         started = clock.now()
         # zfill, not an f-string's format spec: half the cost, on every request.
+        request_ids = app[REQUEST_IDS]
         request_id = "req_" + str(next(request_ids)).zfill(8)
         request_scope = RequestScope(request_id)
         SCOPE.set(request_scope)
@@ -150,7 +161,7 @@ def _served(
                 if sandbox_id is not None:
                     sandbox = tenant.sandboxes.get(sandbox_id)
                     arrived_as = sandbox.status if sandbox is not None else None
-            if is_control or not faults.has_rules:
+            if is_control or not fake.faults.has_rules:
                 response = await handler(request)
             else:
                 info = RequestInfo(

@@ -16,6 +16,7 @@ from fake_server import FakeCreateOS
 from fake_server.app import UNROUTED, register_routes
 from fake_server.routes import HOT, declared, hot_first, served
 from fake_server.routes.common import Routes
+from tests.conftest import ClientFactory
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _VARIABLE = re.compile(r"\{[^}]+\}")
@@ -122,3 +123,21 @@ async def test_routes_that_share_a_path_keep_their_order() -> None:
         overlaps += len(matching) > 1
         assert sorted(matching, key=position.__getitem__) == matching, path
     assert overlaps  # the sample does hold paths two routes match
+
+
+async def test_fakes_share_their_routes_and_nothing_else(aiohttp_client: ClientFactory) -> None:
+    one, two = FakeCreateOS(seed=1, transition_ms=0), FakeCreateOS(seed=2, transition_ms=0)
+    first, second = one.app(), two.app()
+    # Built once per process: a fresh app costs no route building.
+    assert list(first.router.resources()) == list(second.router.resources())
+    a = await aiohttp_client(first, headers={"X-Api-Key": "skp_same"})
+    b = await aiohttp_client(second, headers={"X-Api-Key": "skp_same"})
+    created = await a.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+    sandbox_id = (await created.json())["data"]["id"]
+    assert (await a.get(f"/v1/sandboxes/{sandbox_id}")).status == 200
+    assert (await b.get(f"/v1/sandboxes/{sandbox_id}")).status == 404
+    assert [e.status for e in one.journal.requests(route="POST /v1/sandboxes")] == [200]
+    assert two.journal.requests(route="POST /v1/sandboxes") == []
+    # Each app numbers its own requests.
+    assert (await b.get("/v1/whoami")).headers["X-Request-ID"] == "req_00000002"
+    await a.delete(f"/v1/sandboxes/{sandbox_id}")
