@@ -59,6 +59,8 @@ class RouteTable:
             for template in self._by_template
             if _PARAM.search(template)
         ]
+        #: :meth:`without`'s answers: a table never changes, and every fake asks for the same.
+        self._without: dict[str, RouteTable] = {}
 
     @property
     def templates(self) -> list[str]:
@@ -76,12 +78,15 @@ class RouteTable:
 
             faultable = table.without(CONTROL_PREFIX)
         """
-        return RouteTable(
-            (method, template)
-            for template, methods in self._by_template.items()
-            if not template.startswith(prefix)
-            for method in methods
-        )
+        table = self._without.get(prefix)
+        if table is None:
+            table = self._without[prefix] = RouteTable(
+                (method, template)
+                for template, methods in self._by_template.items()
+                if not template.startswith(prefix)
+                for method in methods
+            )
+        return table
 
     def template_of(self, path: str, method: str | None = None) -> str | None:
         """The template that serves a concrete ``path`` (with ``method``, if given), if any.

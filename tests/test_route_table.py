@@ -101,3 +101,10 @@ def test_concrete_paths_resolve_to_their_template() -> None:
     assert "did you mean DELETE /v1/sandboxes/{id}?" in str(
         TABLE.problem("DELETE", "/v1/sandboxes/:id", paths=True)
     )
+
+
+def test_a_table_less_a_prefix_is_built_once() -> None:
+    # Every fake (one per createos_aiohttp_server test) asks for the same faultable table.
+    table = route_table()
+    assert table.without("/_fake/") is table.without("/_fake/")
+    assert not any(t.startswith("/_fake/") for t in table.without("/_fake/").templates)
