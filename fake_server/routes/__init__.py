@@ -30,13 +30,14 @@ _MODULES = (meta, sandboxes, runtime, control, dashboard, openapi)
 #: a process's ``/wait`` after seventeen. Moving them changes no answer (tests/test_routing.py
 #: resolves every route's paths both ways).
 #: Two routes that match one path keep their order, whatever aiohttp's version (older ones try
-#: every route in registration order): ``by-ip/{ip}`` stays before ``{id}/files`` and
-#: ``{id}/processes``, which both match ``/v1/sandboxes/by-ip/files``.
+#: every route in registration order): ``by-ip/{ip}`` stays before ``{id}/exec``, ``{id}/files``
+#: and ``{id}/processes``, which all match a path like ``/v1/sandboxes/by-ip/files``; the
+#: sandbox itself (``{id}``, the pollers' route) goes before it, as no path matches both.
 #: ``/v1/sandboxes`` is a plain string: the others pay only a string comparison for it.
 HOT = (
     "/v1/sandboxes",
+    SANDBOX,  # one segment after /v1/sandboxes: no other route matches its paths
     "/v1/sandboxes/by-ip/{ip}",
-    SANDBOX,
     SANDBOX + "/exec",
     runtime.PROCESS + "/wait",
     runtime.PROCESS + "/connect",
