@@ -95,11 +95,11 @@ def plugin_options() -> str:
 def fault_actions() -> str:
     """Every ``action.type`` a rule accepts, its parameters and its effect."""
     rows = []
-    for name, (allowed, required) in faults.ACTION_TYPES.items():
+    for name, spec in faults.ACTION_TYPES.items():
         params = ", ".join(
-            _code(p) + ("" if p in required else " (optional)") for p in sorted(allowed)
+            _code(p) + ("" if p in spec.required else " (optional)") for p in sorted(spec.params)
         )
-        rows.append((_code(name), params or "—", faults.ACTION_EFFECTS[name]))
+        rows.append((_code(name), params or "—", spec.effect))
     return _table(("`action.type`", "Parameters", "Effect"), rows)
 
 

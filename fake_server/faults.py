@@ -26,17 +26,17 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from fake_server.gates import Gate
 from fake_server.route_table import CONTROL_PREFIX, RouteTable
 from fake_server.validation import path_problem
 
 __all__ = [
-    "ACTION_EFFECTS",
     "ACTION_TYPES",
     "STREAM_KINDS",
     "Action",
+    "ActionSpec",
     "FaultEngine",
     "FaultError",
     "Match",
@@ -62,49 +62,72 @@ STREAM_KINDS = (
 MARKER_MODES = ("wipe", "replace", "garble")
 DISTRIBUTIONS = ("uniform", "normal", "exponential")
 
-#: type -> (allowed parameters, required parameters)
-ACTION_TYPES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "latency": (frozenset({"ms", "jitter_ms", "distribution"}), frozenset({"ms"})),
-    "error": (frozenset({"status", "message", "body", "retry_after"}), frozenset({"status"})),
-    "reset": (frozenset(), frozenset()),
-    "hang": (frozenset(), frozenset()),
-    "drop_response": (frozenset(), frozenset()),
-    "malformed": (frozenset(), frozenset()),
-    "gate": (frozenset({"name", "when"}), frozenset({"name"})),
-    "rate_limit": (frozenset({"limit", "window_s"}), frozenset({"limit"})),
-    "stream": (frozenset({"kind", "after_frames"}), frozenset({"kind"})),
-    "process_survives": (frozenset(), frozenset()),
-    "stale_read": (frozenset(), frozenset()),
-    "stuck": (frozenset(), frozenset()),
-    "transition_error": (frozenset({"status"}), frozenset()),
-    "destroy": (frozenset(), frozenset()),
-    "marker": (frozenset({"mode", "path"}), frozenset({"mode"})),
-}
-#: What each action does, in words (the OpenAPI document and the docs' action table say it).
-ACTION_EFFECTS: dict[str, str] = {
-    "latency": "waits `ms` (± `jitter_ms`, drawn `uniform`, `normal` or `exponential`) on the "
-    "fake's clock before the handler",
-    "error": "answers `status` in the API's envelope (`message`, `body`, `Retry-After` header)",
-    "reset": "closes the connection: no answer, no effect",
-    "hang": "never answers (until the client gives up)",
-    "drop_response": "the effect happens, then the connection closes before the answer "
-    "(the lost create)",
-    "malformed": "the effect happens, then a 200 whose body is truncated JSON",
-    "gate": "holds the request in gate `name` until released, `before` (default) or `after` "
-    "its effect",
-    "rate_limit": "429 with `Retry-After` past `limit` requests per `window_s` (default 60) "
-    "per client",
-    "stream": "bends an exec or `connect` stream after `after_frames` frames: `kind` is "
-    + ", ".join(f"`{kind}`" for kind in STREAM_KINDS),
-    "process_survives": "a process `DELETE` leaves the tree running and answers "
-    "`tree_exited: false`",
-    "stale_read": "`GET` of a sandbox still answers the status it had before its last transition",
-    "stuck": "the sandbox's transition (current or next) never finishes until released",
-    "transition_error": "the sandbox's transition ends in `status` (`error` or `failed`)",
-    "destroy": "the sandbox is destroyed behind the client's back, before the handler",
-    "marker": "the lease marker file is damaged: `mode` is "
-    + ", ".join(f"`{mode}`" for mode in MARKER_MODES)
-    + " (`path`: the marker file, default the reference provider's)",
+
+class ActionSpec(NamedTuple):
+    """What one ``action.type`` does and takes."""
+
+    #: What the action does, in words (the OpenAPI document and the docs' action table say it).
+    effect: str
+    #: Every parameter it accepts.
+    params: frozenset[str] = frozenset()
+    #: The parameters it needs.
+    required: frozenset[str] = frozenset()
+
+
+#: Every action type by name.
+ACTION_TYPES: dict[str, ActionSpec] = {
+    "latency": ActionSpec(
+        "waits `ms` (± `jitter_ms`, drawn `uniform`, `normal` or `exponential`) on the "
+        "fake's clock before the handler",
+        frozenset({"ms", "jitter_ms", "distribution"}),
+        frozenset({"ms"}),
+    ),
+    "error": ActionSpec(
+        "answers `status` in the API's envelope (`message`, `body`, `Retry-After` header)",
+        frozenset({"status", "message", "body", "retry_after"}),
+        frozenset({"status"}),
+    ),
+    "reset": ActionSpec("closes the connection: no answer, no effect"),
+    "hang": ActionSpec("never answers (until the client gives up)"),
+    "drop_response": ActionSpec(
+        "the effect happens, then the connection closes before the answer (the lost create)"
+    ),
+    "malformed": ActionSpec("the effect happens, then a 200 whose body is truncated JSON"),
+    "gate": ActionSpec(
+        "holds the request in gate `name` until released, `before` (default) or `after` its effect",
+        frozenset({"name", "when"}),
+        frozenset({"name"}),
+    ),
+    "rate_limit": ActionSpec(
+        "429 with `Retry-After` past `limit` requests per `window_s` (default 60) per client",
+        frozenset({"limit", "window_s"}),
+        frozenset({"limit"}),
+    ),
+    "stream": ActionSpec(
+        "bends an exec or `connect` stream after `after_frames` frames: `kind` is "
+        + ", ".join(f"`{kind}`" for kind in STREAM_KINDS),
+        frozenset({"kind", "after_frames"}),
+        frozenset({"kind"}),
+    ),
+    "process_survives": ActionSpec(
+        "a process `DELETE` leaves the tree running and answers `tree_exited: false`"
+    ),
+    "stale_read": ActionSpec(
+        "`GET` of a sandbox still answers the status it had before its last transition"
+    ),
+    "stuck": ActionSpec("the sandbox's transition (current or next) never finishes until released"),
+    "transition_error": ActionSpec(
+        "the sandbox's transition ends in `status` (`error` or `failed`)",
+        frozenset({"status"}),
+    ),
+    "destroy": ActionSpec("the sandbox is destroyed behind the client's back, before the handler"),
+    "marker": ActionSpec(
+        "the lease marker file is damaged: `mode` is "
+        + ", ".join(f"`{mode}`" for mode in MARKER_MODES)
+        + " (`path`: the marker file, default the reference provider's)",
+        frozenset({"mode", "path"}),
+        frozenset({"mode"}),
+    ),
 }
 #: Actions after which the handler never runs.
 ENDING = frozenset({"error", "reset", "hang", "rate_limit"})
@@ -243,11 +266,10 @@ def _check_action(action: Action) -> None:
         raise FaultError(
             f"action.type {action.type!r} is unknown; use one of {', '.join(ACTION_TYPES)}"
         )
-    allowed, required = spec
-    unknown = sorted(set(action.params) - allowed)
+    unknown = sorted(set(action.params) - spec.params)
     if unknown:
         raise FaultError(f"action {action.type!r} has no parameter {unknown[0]!r}")
-    missing = sorted(required - set(action.params))
+    missing = sorted(spec.required - set(action.params))
     if missing:
         raise FaultError(f"action {action.type!r} needs {missing[0]!r}")
     p = action.params

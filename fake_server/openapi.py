@@ -26,7 +26,7 @@ from typing import Any
 
 from fake_server.catalog import DEFAULT_REGION, ROOTFS, SHAPES
 from fake_server.credentials import CREDENTIAL_HEADERS
-from fake_server.faults import ACTION_EFFECTS, ACTION_TYPES
+from fake_server.faults import ACTION_TYPES
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.lifecycle import MAX_DURATION_MS, Status
 from fake_server.processes import ALLOWED_SIGNALS, ProcessState
@@ -481,8 +481,8 @@ def _fault_rule_in() -> Schema:
         description="A fault rule: match + action. Per action type, its parameters and "
         "effect: "
         + "; ".join(
-            f"`{kind}` ({', '.join(sorted(allowed)) or 'no parameters'}): {ACTION_EFFECTS[kind]}"
-            for kind, (allowed, _) in ACTION_TYPES.items()
+            f"`{kind}` ({', '.join(sorted(spec.params)) or 'no parameters'}): {spec.effect}"
+            for kind, spec in ACTION_TYPES.items()
         )
         + ".",
     )
