@@ -73,7 +73,7 @@ class _HardenedRequestHandler(RequestHandler):
         return waiter is not None and not waiter.done() and not self._messages
 
     def _await_headers(self) -> None:
-        timeout = self._manager.header_timeout_s
+        timeout = self._manager.fake.config.header_timeout_s
         if timeout is not None:
             self._cancel_header_deadline()
             self._header_deadline_count = self._request_count
@@ -94,7 +94,7 @@ class _HardenedRequestHandler(RequestHandler):
 
     def pause_writing(self) -> None:
         super().pause_writing()
-        timeout = self._manager.write_timeout_s
+        timeout = self._manager.fake.config.write_timeout_s
         if timeout is not None and self._write_deadline is None:
             self._write_deadline = self._loop.call_later(timeout, self._write_due)
 
@@ -143,24 +143,22 @@ class _HardenedRequestHandler(RequestHandler):
 class _HardenedServer(web.Server):
     """The protocol factory of a runner, making :class:`_HardenedRequestHandler` protocols."""
 
-    fake: FakeCreateOS | None
-    header_timeout_s: float | None
-    write_timeout_s: float | None
+    #: The fake served: its journal, and its config's deadlines.
+    fake: FakeCreateOS
 
     def __call__(self) -> RequestHandler:
         return _HardenedRequestHandler(self, loop=self._loop, **self._kwargs)
 
     def journal_unparsable(self, status: int, text: str) -> None:
         """Journal a request aiohttp could not parse: no method, path or tenant is known."""
-        fake = self.fake
-        if fake is not None:
-            now = fake.clock.now()
-            fake.journal.request(
-                fake.journal.ticket(), now, "", None, "", None, None, None, status, 0.0, (), text
-            )
+        journal = self.fake.journal
+        now = self.fake.clock.now()
+        journal.request(
+            journal.ticket(), now, "", None, "", None, None, None, status, 0.0, (), text
+        )
 
 
-def harden_connections(runner: web.BaseRunner, fake: FakeCreateOS | None = None) -> None:
+def harden_connections(runner: web.BaseRunner, fake: FakeCreateOS) -> None:
     """Give the set-up ``runner``'s connections the fake's answers to unparsable requests and
     its header and write deadlines (from ``fake.config``). Call it after ``setup()``; it also
     applies to a runner already serving, from its next connection on.
@@ -176,5 +174,3 @@ def harden_connections(runner: web.BaseRunner, fake: FakeCreateOS | None = None)
     server.__class__ = _HardenedServer
     hardened: _HardenedServer = server  # type: ignore[assignment]
     hardened.fake = fake
-    hardened.header_timeout_s = fake.config.header_timeout_s if fake else None
-    hardened.write_timeout_s = fake.config.write_timeout_s if fake else None
