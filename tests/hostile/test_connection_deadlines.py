@@ -35,11 +35,25 @@ async def served() -> AsyncIterator[tuple[FakeCreateOS, str]]:
         yield fake, url
 
 
-async def connect(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+def address(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
     assert parts.hostname is not None
     assert parts.port is not None
-    return await asyncio.open_connection(parts.hostname, parts.port)
+    return parts.hostname, parts.port
+
+
+async def connect(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection(*address(url))
+
+
+async def uploaded(session: aiohttp.ClientSession, content: bytes) -> str:
+    """The files API path of ``content``, uploaded to a new sandbox."""
+    async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as response:
+        sandbox = (await response.json())["data"]["id"]
+    path = f"/v1/sandboxes/{sandbox}/files?path=/big"
+    async with session.put(path, data=io.BytesIO(content)) as response:
+        assert response.status == 200
+    return path
 
 
 async def closed_by_server(reader: asyncio.StreamReader) -> bytes:
@@ -110,18 +124,11 @@ async def test_a_client_that_stops_reading_is_cut_off_and_its_answer_dropped(
     _, url = served
     size = 8_000_000
     async with aiohttp.ClientSession(url, headers=KEY) as session:
-        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as response:
-            sandbox = (await response.json())["data"]["id"]
-        path = f"/v1/sandboxes/{sandbox}/files?path=/big"
-        async with session.put(path, data=io.BytesIO(b"x" * size)) as response:
-            assert response.status == 200
-    parts = urlsplit(url)
-    assert parts.hostname is not None
-    assert parts.port is not None
+        path = await uploaded(session, b"x" * size)
     # A small receive buffer, and the client never reads: the server's writes stall.
     raw = socket.socket()
     raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    raw.connect((parts.hostname, parts.port))
+    raw.connect(address(url))
     reader, writer = await asyncio.open_connection(sock=raw)
     writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: skp_deadlines\r\n\r\n".encode())
     await eventually(lambda: "stopped reading" in caplog.text)
@@ -138,11 +145,7 @@ async def test_a_client_that_reads_a_big_answer_gets_all_of_it(
     size = 8_000_000
     _, url = served
     async with aiohttp.ClientSession(url, headers=KEY) as session:
-        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as response:
-            sandbox = (await response.json())["data"]["id"]
-        path = f"/v1/sandboxes/{sandbox}/files?path=/big"
-        async with session.put(path, data=io.BytesIO(b"y" * size)) as response:
-            assert response.status == 200
+        path = await uploaded(session, b"y" * size)
         async with session.get(path) as response:
             body = await response.read()
     assert body == b"y" * size

@@ -217,13 +217,7 @@ class GuardRetryingHost(LeaseHostAdapter):
         self.delays = delays
 
     async def resume(self, lease: Lease) -> Lease:
-        args = {
-            "company_id": self.host.company_id,
-            "environment_id": self.host.environment_id,
-            "config": self.host.config,
-            "provider_lease_id": lease.provider_lease_id,
-            "lease_metadata": lease.metadata,
-        }
+        args = self.host._lease_args(lease)  # what LeaseHost itself sends for this lease
         for delay in self.delays:
             try:
                 return await self.host.provider.resume(**args)

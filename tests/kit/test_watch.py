@@ -10,7 +10,16 @@ import pytest
 
 from pytest_createos.errors import OWNERSHIP_MESSAGE, LeaseOwnershipError
 from pytest_createos.kit import ConformanceError, ConformanceKit
-from pytest_createos.provider import LeaseProvider
+from pytest_createos.provider import Lease, LeaseProvider
+
+
+def lease_args(params: dict[str, Any], lease: Lease) -> dict[str, Any]:
+    """The arguments of a provider hook about ``lease``."""
+    return {
+        **params,
+        "provider_lease_id": lease.provider_lease_id,
+        "lease_metadata": lease.metadata,
+    }
 
 
 async def test_every_call_is_recorded_with_its_sandbox_and_outcome(
@@ -21,11 +30,7 @@ async def test_every_call_is_recorded_with_its_sandbox_and_outcome(
     provider = createos_kit.watch(createos_provider)
     lease = await provider.acquire(**createos_lease_params)
     sandbox = lease.provider_lease_id
-    args = {
-        **createos_lease_params,
-        "provider_lease_id": sandbox,
-        "lease_metadata": lease.metadata,
-    }
+    args = lease_args(createos_lease_params, lease)
     result = await provider.execute(**createos_lease_params, lease=lease, command="true")
     assert result.exit_code == 0
     with pytest.raises(LeaseOwnershipError):
@@ -50,11 +55,7 @@ async def test_assert_ok_counts_refusals_that_never_reached_the_fake(
 ) -> None:
     provider = createos_kit.watch(createos_provider)
     lease = await provider.acquire(**createos_lease_params)
-    args = {
-        **createos_lease_params,
-        "provider_lease_id": lease.provider_lease_id,
-        "lease_metadata": lease.metadata,
-    }
+    args = lease_args(createos_lease_params, lease)
     for _ in range(12):  # refused before sending anything, asked again at once
         with pytest.raises(LeaseOwnershipError):
             await provider.resume(**{**args, "company_id": "someone-else"})
