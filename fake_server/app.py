@@ -55,6 +55,9 @@ PUBLIC_PATHS = frozenset({"/v1/shapes", "/v1/rootfs"})
 #: The name of the catch-all route that answers 404 or 405 for everything no route serves.
 UNROUTED = "unrouted"
 
+#: Each app's request id counter.
+REQUEST_IDS: web.AppKey[itertools.count[int]] = web.AppKey("request_ids", itertools.count)
+
 #: The journal's ``detail`` of a request answered after its client had gone (the status is
 #: what the fake answered; the client never got it).
 CLIENT_LEFT = "the client left before the answer"
@@ -94,10 +97,6 @@ def build_app(fake: FakeCreateOS) -> web.Application:
         app.router.register_resource(resource)
     app.on_cleanup.append(lambda _: fake.stop_commands())
     return app
-
-
-#: Each app's request id counter.
-REQUEST_IDS: web.AppKey[itertools.count[int]] = web.AppKey("request_ids", itertools.count)
 
 
 @functools.cache
