@@ -46,6 +46,7 @@ __all__ = [
     "SECURITY_SCHEME",
     "SECURITY_SCHEMES",
     "TAGS",
+    "TEMPLATES",
     "LinkTarget",
     "Operation",
     "Schema",
@@ -243,9 +244,9 @@ def json_content(schema: Schema) -> dict[str, Any]:
     return {JSON: {"schema": schema}}
 
 
-#: What a response may link to, for stateful testing: every operation on the sandbox or the
-#: process it carries (``fake_server.openapi`` resolves them from the declared routes).
-LinkTarget = Literal["sandbox", "process"]
+#: What a response may link to, for stateful testing: every operation on the sandbox, process or
+#: template it carries (``fake_server.openapi`` resolves them from the declared routes).
+LinkTarget = Literal["sandbox", "process", "template"]
 
 
 def ok_response(
@@ -299,6 +300,7 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "ip": path_param("ip", "The sandbox's private IP."),
     "rule": path_param("rule", "Rule id."),
     "name": path_param("name", "Gate name."),
+    "template": path_param("template", "Template id (`tpl_...`) or name."),
 }
 
 
@@ -322,8 +324,9 @@ CATALOG = "catalog"
 SANDBOXES = "sandboxes"
 RUNTIME = "runtime"
 PROCESSES = "processes"
+TEMPLATES = "templates"
 CONTROL = "control"
-TAGS = (HEALTH, CATALOG, SANDBOXES, RUNTIME, PROCESSES, CONTROL)
+TAGS = (HEALTH, CATALOG, SANDBOXES, RUNTIME, PROCESSES, TEMPLATES, CONTROL)
 
 #: What every operation that reads a body may answer about it.
 BODY_ERRORS = (400, 413)

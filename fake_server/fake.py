@@ -34,6 +34,7 @@ from fake_server.sandbox import Sandbox
 from fake_server.sandboxes import SandboxService
 from fake_server.shell import CommandHandler, CommandRegistry
 from fake_server.state_faults import StateFaults
+from fake_server.templates import TemplateService
 from fake_server.tenants import Tenant, Tenants
 
 __all__ = ["SERVER_NAME", "FakeCreateOS"]
@@ -47,8 +48,8 @@ class FakeCreateOS:
     """An in-memory CreateOS sandbox API.
 
     Attributes: ``config``, ``clock``, ``journal``, ``tenants``, ``sandboxes`` (management
-    operations), ``runtime`` (exec/files/processes), ``commands`` (the sandbox shell's command
-    registry), ``seed``.
+    operations), ``templates`` (template builds), ``runtime`` (exec/files/processes),
+    ``commands`` (the sandbox shell's command registry), ``seed``.
     """
 
     def __init__(self, config: ServerConfig | None = None, **overrides: Any) -> None:
@@ -77,6 +78,9 @@ class FakeCreateOS:
             on_process_event=self._journal_process,
             on_activity=lambda sandbox: self.sandboxes.touch(sandbox),
         )
+        self.templates = TemplateService(
+            self.clock, self.ids, self.runtime.shell, durations_of=self.durations_of
+        )
         self.sandboxes = SandboxService(
             self.lifecycle,
             self.ids,
@@ -84,6 +88,7 @@ class FakeCreateOS:
             region=config.region,
             on_going_away=self.runtime.stop_all,
             destroyed_kept=config.destroyed_kept,
+            template_files=self.templates.files_for,
         )
         self.faults = FaultEngine(self.ids.seed, route_table())
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)
@@ -141,7 +146,9 @@ class FakeCreateOS:
 
     def drop_tenant(self, api_key: str) -> None:
         """Forget a tenant and stop everything its sandboxes were doing."""
-        self.sandboxes.forget_tenant(self.tenants.resolve(api_key))
+        tenant = self.tenants.resolve(api_key)
+        self.sandboxes.forget_tenant(tenant)
+        self.templates.forget_tenant(tenant)
         self.tenants.forget(api_key)
 
     def set_durations(
@@ -224,6 +231,7 @@ class FakeCreateOS:
     def _stop_everything(self) -> None:
         for tenant in self.tenants:
             self.sandboxes.forget_tenant(tenant)
+            self.templates.forget_tenant(tenant)
 
     async def stop_commands(self) -> None:
         """End every command running in any sandbox and wait until each has stopped (an
@@ -237,6 +245,7 @@ class FakeCreateOS:
             for sandbox in tenant.sandboxes.values():
                 self.runtime.stop_all(sandbox)
         await self.runtime.wait_stopped()
+        await self.templates.wait_stopped()
 
     def find_sandbox(self, sandbox_id: str) -> Sandbox:
         """A sandbox by id in any tenant (for the control API); 404 when there is none."""

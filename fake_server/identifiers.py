@@ -55,6 +55,9 @@ class Identifiers:
             if candidate not in taken:
                 return candidate
 
+    def template_id(self) -> str:
+        return "tpl_" + self._token(26)
+
     def process_id(self) -> str:
         return "proc_" + self._token(20)
 

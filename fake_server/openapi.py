@@ -384,6 +384,7 @@ _LINKS_BY_PLACEHOLDERS: dict[str, dict[tuple[str, ...], dict[str, str]]] = {
     "process": {
         ("id", "pid"): {"id": "$request.path.id", "pid": "$response.body#/data/process_id"},
     },
+    "template": {("template",): {"template": "$response.body#/data/id"}},
 }
 
 
@@ -412,7 +413,7 @@ def _paths(routes: Iterable[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
 
 
 def _links_to(target: str, paths: dict[str, Any]) -> dict[str, Any]:
-    """Links to every operation on the sandbox or process an answer carries."""
+    """Links to every operation on the sandbox, process or template an answer carries."""
     expressions = _LINKS_BY_PLACEHOLDERS[target]
     found: dict[str, dict[str, str]] = {}
     for template, item in paths.items():
@@ -430,7 +431,7 @@ def _links_to(target: str, paths: dict[str, Any]) -> dict[str, Any]:
 def build_document() -> dict[str, Any]:
     """A fresh OpenAPI 3.1 document (a plain dict) describing every route of the fake."""
     # Imported here: route modules import this one (GET /openapi.json serves the document).
-    from fake_server.routes import declared
+    from fake_server.routes import declared, schemas
 
     paths = _paths((route.method, route.template, route.operation.document) for route in declared())
     return {
@@ -458,7 +459,7 @@ def build_document() -> dict[str, Any]:
                     "schema": string(pattern="^req_[0-9]+$"),
                 }
             },
-            "schemas": _schemas(),
+            "schemas": {**_schemas(), **schemas()},
             "responses": _responses(),
         },
     }

@@ -15,9 +15,10 @@ from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 
 from fake_server import errors
-from fake_server.catalog import DEFAULT_ROOTFS, SHAPES, is_known_rootfs
+from fake_server.catalog import DEFAULT_ROOTFS, ROOTFS, SHAPES, is_known_rootfs
 from fake_server.clock import Clock, TimerHandle
 from fake_server.errors import ApiError
+from fake_server.filesystem import FileSystem
 from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import TERMINAL, Lifecycle, Status
 from fake_server.sandbox import Sandbox
@@ -77,6 +78,7 @@ class SandboxService:
         region: str,
         on_going_away: Callable[[Sandbox], None] = lambda sandbox: None,
         destroyed_kept: int = 1000,
+        template_files: Callable[[Tenant, str], FileSystem] | None = None,
     ) -> None:
         self.lifecycle = lifecycle
         #: Destroyed sandboxes each tenant keeps readable (see Tenant.keep_destroyed).
@@ -87,6 +89,8 @@ class SandboxService:
         self._tenants_by_id: dict[str, Tenant] = {}
         self._auto_pause: dict[str, TimerHandle] = {}
         self._on_going_away = on_going_away
+        #: A copy of a template's files for a sandbox created from it (``rootfs: tpl_...``).
+        self._template_files = template_files
         lifecycle.on_enter(self._entered)
 
     # -- create ------------------------------------------------------------------------------
@@ -108,6 +112,11 @@ class SandboxService:
             raise ApiError.invalid("name", errors.NAME_INVALID)
         if name in tenant.names:
             raise ApiError(409, errors.NAME_TAKEN)
+        files = None
+        if rootfs not in ROOTFS:
+            if self._template_files is None:
+                raise ApiError(404, errors.TEMPLATE_NOT_FOUND)
+            files = self._template_files(tenant, rootfs)
         sandbox = Sandbox(
             id=self.ids.sandbox_id(self._ids_in_use),
             tenant=tenant.id,
@@ -126,6 +135,8 @@ class SandboxService:
             auto_pause_after_seconds=spec.auto_pause_after_seconds,
             last_activity=self.clock.now(),
         )
+        if files is not None:
+            sandbox.fs = files
         self._adopt(tenant, sandbox)
         self.lifecycle.create(sandbox)
         return sandbox

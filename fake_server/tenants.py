@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fake_server import errors
 from fake_server.errors import ApiError
@@ -16,6 +17,9 @@ from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import Durations, Status
 from fake_server.listing import SandboxListing
 from fake_server.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from fake_server.templates import Template
 
 __all__ = ["Tenant", "Tenants"]
 
@@ -43,6 +47,8 @@ class Tenant:
     #: This tenant's own transition and create durations (``None``: the fake's). They go with
     #: the tenant, so a test's timing never reaches another test sharing the fake.
     durations: Durations | None = None
+    #: Templates by id, in creation order (see fake_server.templates).
+    templates: dict[str, Template] = field(default_factory=dict)
 
     def get(self, sandbox_id: str) -> Sandbox:
         """The sandbox, or 404 (also for another tenant's id: existence is not disclosed)."""

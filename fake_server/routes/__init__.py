@@ -15,14 +15,24 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
+from fake_server.api_schema import Schema
 from fake_server.route_table import RouteTable
-from fake_server.routes import control, dashboard, meta, openapi, processes, runtime, sandboxes
+from fake_server.routes import (
+    control,
+    dashboard,
+    meta,
+    openapi,
+    processes,
+    runtime,
+    sandboxes,
+    templates,
+)
 from fake_server.routes.common import SANDBOX, Handler, Routes
 
-__all__ = ["HOT", "declared", "hot_first", "route_table", "served"]
+__all__ = ["HOT", "declared", "hot_first", "route_table", "schemas", "served"]
 
 #: The route modules, in the order their routes are declared.
-_MODULES = (meta, sandboxes, runtime, processes, control, dashboard, openapi)
+_MODULES = (meta, sandboxes, runtime, processes, templates, control, dashboard, openapi)
 
 #: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
 #: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)
@@ -56,6 +66,23 @@ def declared() -> Routes:
         declared()[0].template   # '/healthz'
     """
     return tuple(route for module in _MODULES for route in module.ROUTES)
+
+
+def schemas() -> dict[str, Schema]:
+    """The component schemas route modules declare beside their routes (``SCHEMAS``), for the
+    OpenAPI document; a name declared twice is an error.
+
+    Example::
+
+        schemas()["Template"]["properties"]["status"]   # {'type': 'string', 'enum': [...]}
+    """
+    found: dict[str, Schema] = {}
+    for module in _MODULES:
+        for name, schema in getattr(module, "SCHEMAS", {}).items():
+            if name in found:
+                raise ValueError(f"component schema {name!r} is declared twice")
+            found[name] = schema
+    return found
 
 
 def hot_first(routes: Routes) -> Routes:

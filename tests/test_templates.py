@@ -1,0 +1,284 @@
+"""Templates over HTTP: a Dockerfile built for real, its log, and sandboxes started from it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from fake_server import FakeCreateOS, ManualClock, ServerConfig
+from tests.conftest import Client, ClientFactory, create_sandbox, eventually
+from tests.test_api_sandboxes import expect_error
+
+DOCKERFILE = """\
+# a comment, then a continued line
+FROM devbox:1
+ARG GREETING=hello
+ENV APP_HOME=/srv/app \\
+    MODE=prod
+WORKDIR $APP_HOME
+RUN mkdir -p conf && echo "$GREETING from $MODE" > conf/motd
+RUN ["sh", "-c", "echo built; echo warning >&2"]
+EXPOSE 8080
+CMD ["python3", "app.py"]
+"""
+
+
+async def create_template(
+    client: Client, name: str = "app", dockerfile: str = DOCKERFILE, **fields: Any
+) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/templates", json={"name": name, "dockerfile": dockerfile, **fields}
+    )
+    body = await response.json()
+    assert response.status == 200, body
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+async def finished(client: Client, fake: FakeCreateOS, template_id: str) -> dict[str, Any]:
+    """The template once its build has ended (waits on the build, not on time)."""
+    tenant = next(iter(fake.tenants))
+    await eventually(lambda: tenant.templates[template_id].finished)
+    response = await client.get(f"/v1/templates/{template_id}")
+    data: dict[str, Any] = (await response.json())["data"]
+    return data
+
+
+async def exec_stdout(client: Client, sandbox_id: str, script: str) -> str:
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "bash", "args": ["-c", script]}
+    )
+    body = await response.json()
+    assert response.status == 200, body
+    return str(body["data"]["result"]["stdout"])
+
+
+async def test_a_dockerfile_is_built_and_sandboxes_start_with_its_files(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    template = await create_template(client)
+    assert template["id"].startswith("tpl_")
+    assert template["status"] == "pending"
+    ready = await finished(client, fake, template["id"])
+    assert ready["status"] == "ready"
+    assert ready["built_at"] >= ready["created_at"]
+    assert ready["ext4_size_bytes"] >= 512 << 20
+    assert ready["ext4_size_bytes"] % (1 << 20) == 0
+
+    sandbox = await create_sandbox(client, rootfs=template["id"])
+    assert sandbox["rootfs"] == template["id"]
+    assert await exec_stdout(client, sandbox["id"], "cat /srv/app/conf/motd") == (
+        "hello from prod\n"
+    )
+    # Each sandbox gets its own copy: what one writes, neither the template nor others see.
+    await exec_stdout(client, sandbox["id"], "echo changed > /srv/app/conf/motd")
+    other = await create_sandbox(client, rootfs=template["id"])
+    assert await exec_stdout(client, other["id"], "cat /srv/app/conf/motd") == "hello from prod\n"
+
+
+async def test_the_log_tells_each_step_and_its_output(client: Client, fake: FakeCreateOS) -> None:
+    template = await create_template(client)
+    await finished(client, fake, template["id"])
+    response = await client.get(f"/v1/templates/{template['id']}/logs")
+    assert response.headers["Content-Type"].startswith("text/plain")
+    text = await response.text()
+    assert "Step 1/8 : FROM devbox:1" in text
+    assert "built\nwarning\n" in text
+    assert "Step 7/8 : EXPOSE 8080\n ---> ignored" in text
+    assert text.endswith(f"template {template['id']} ready\n")
+
+
+async def test_a_failing_run_fails_the_build_and_its_sandboxes(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    template = await create_template(
+        client, dockerfile="FROM devbox:1\nRUN echo before\nRUN exit 3\nRUN echo never"
+    )
+    failed = await finished(client, fake, template["id"])
+    assert failed["status"] == "failed"
+    assert "built_at" not in failed
+    text = await (await client.get(f"/v1/templates/{template['id']}/logs")).text()
+    assert "error: the command 'exit 3' returned a non-zero code: 3" in text
+    assert "never" not in text
+    await expect_error(
+        await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "rootfs": template["id"]}),
+        409,
+        "template is not ready (status failed)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "reason"),
+    [
+        ("FROM devbox:1\nCOPY . /srv", "line 2: COPY needs a build context"),
+        ("RUN echo hi", "the first instruction must be FROM"),
+        ("FROM devbox:1\nFROBNICATE x", "line 2: unknown instruction: FROBNICATE"),
+        ("FROM devbox:1\nENV A='unbalanced", "line 2: No closing quotation"),
+    ],
+)
+async def test_a_dockerfile_that_cannot_be_built_fails_saying_why(
+    client: Client, fake: FakeCreateOS, dockerfile: str, reason: str
+) -> None:
+    template = await create_template(client, dockerfile=dockerfile)
+    assert (await finished(client, fake, template["id"]))["status"] == "failed"
+    text = await (await client.get(f"/v1/templates/{template['id']}/logs")).text()
+    assert f"error: {reason}" in text
+
+
+async def test_a_build_waits_pending_as_long_as_a_create_takes_on_the_fakes_clock(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0, create_ms=5000, manual_clock=True))
+    key = fake.create_tenant()
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": key})
+    assert isinstance(fake.clock, ManualClock)
+    template = await create_template(client)
+    for _ in range(20):  # nothing moves it on but the clock
+        await eventually(lambda: True)
+    assert (await (await client.get(f"/v1/templates/{template['id']}")).json())["data"][
+        "status"
+    ] == "pending"
+    fake.clock.advance(5)
+    assert (await finished(client, fake, template["id"]))["status"] == "ready"
+
+
+async def test_following_the_log_streams_it_to_the_final_frame(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0, create_ms=1000, manual_clock=True))
+    key = fake.create_tenant()
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": key})
+    assert isinstance(fake.clock, ManualClock)
+    template = await create_template(client)
+    # Followed from before the build starts: every line arrives live, then the end.
+    following = asyncio.ensure_future(
+        client.get(f"/v1/templates/{template['id']}/logs?follow=true")
+    )
+    await eventually(lambda: bool(next(iter(fake.tenants)).templates[template["id"]]._waiters))
+    fake.clock.advance(1)
+    response = await following
+    assert response.headers["Content-Type"].startswith("application/x-ndjson")
+    frames = [json.loads(line) for line in (await response.text()).splitlines()]
+    assert frames[-1] == {"final": True, "status": "ready", "attempt": 1}
+    lines = [frame["line"] for frame in frames[:-1]]
+    assert "Step 1/8 : FROM devbox:1" in lines
+    assert "built" in lines
+    assert {frame["level"] for frame in frames[:-1]} == {"info", "error"}
+    assert all(frame["final"] is False and frame["attempt"] == 1 for frame in frames[:-1])
+
+
+async def test_templates_are_listed_and_read_by_id_or_name(client: Client) -> None:
+    first = await create_template(client, "first")
+    second = await create_template(client, "second", base="desktop:1")
+    page = (await (await client.get("/v1/templates?limit=1&offset=1")).json())["data"]
+    assert [item["id"] for item in page["data"]] == [second["id"]]
+    assert page["pagination"] == {"total": 2, "limit": 1, "offset": 1, "count": 1}
+    by_name = (await (await client.get("/v1/templates/first")).json())["data"]
+    assert by_name["id"] == first["id"]
+    assert "dockerfile" not in by_name
+    with_file = await client.get(f"/v1/templates/{first['id']}?include=dockerfile")
+    assert (await with_file.json())["data"]["dockerfile"] == DOCKERFILE
+    assert second["base"] == "desktop:1"
+    assert first["base"] == "devbox:1"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"name": "Bad Name", "dockerfile": "FROM x"}, 400, "must be 1-63 characters"),
+        ({"name": "ok"}, 400, "is required"),
+        ({"name": "ok", "dockerfile": "  "}, 400, "is required"),
+        ({"name": "ok", "dockerfile": "FROM x", "base": "nope:1"}, 400, "unknown rootfs"),
+        ({"name": "ok", "dockerfile": "x" * 70000}, 400, "must be at most 65536 bytes"),
+        ({"name": "ok", "dockerfile": "FROM x", "size": 1}, 400, "unknown field"),
+    ],
+)
+async def test_bad_creates_are_refused(
+    client: Client, body: dict[str, Any], status: int, message: str
+) -> None:
+    await expect_error(await client.post("/v1/templates", json=body), status, message)
+
+
+async def test_names_are_unique_per_tenant_and_tenants_never_see_each_other(
+    client: Client, fake: FakeCreateOS, aiohttp_client: ClientFactory
+) -> None:
+    template = await create_template(client, "shared-name")
+    await expect_error(
+        await client.post("/v1/templates", json={"name": "shared-name", "dockerfile": "FROM x"}),
+        409,
+        "a template with this name already exists",
+    )
+    other = await aiohttp_client(fake.app(), headers={"X-Api-Key": fake.create_tenant()})
+    for path in (f"/v1/templates/{template['id']}", "/v1/templates/shared-name"):
+        await expect_error(await other.get(path), 404, "template not found")
+    await expect_error(
+        await other.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "rootfs": template["id"]}),
+        404,
+        "template not found",
+    )
+    assert (
+        await other.post("/v1/templates", json={"name": "shared-name", "dockerfile": "FROM x"})
+    ).status == 200
+
+
+async def test_delete_leaves_sandboxes_alone_and_later_creates_get_404(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    template = await create_template(client)
+    await finished(client, fake, template["id"])
+    sandbox = await create_sandbox(client, rootfs=template["id"])
+    deleted = await client.delete(f"/v1/templates/{template['id']}")
+    assert (await deleted.json())["data"] == {"ok": True}
+    assert await exec_stdout(client, sandbox["id"], "cat /srv/app/conf/motd") == (
+        "hello from prod\n"
+    )
+    await expect_error(await client.get(f"/v1/templates/{template['id']}"), 404, "not found")
+    await expect_error(
+        await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "rootfs": template["id"]}),
+        404,
+        "template not found",
+    )
+
+
+async def test_deleting_a_building_template_stops_the_build_and_ends_its_followers(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0, create_ms=1000, manual_clock=True))
+    key = fake.create_tenant()
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": key})
+    assert isinstance(fake.clock, ManualClock)
+    template = await create_template(client, dockerfile="FROM devbox:1\nRUN sleep 60")
+    following = asyncio.ensure_future(
+        client.get(f"/v1/templates/{template['id']}/logs?follow=true")
+    )
+    fake.clock.advance(1)
+    tenant = next(iter(fake.tenants))
+    # The build sleeps on the manual clock; the follower waits for its next line.
+    await eventually(lambda: bool(tenant.templates[template["id"]]._waiters))
+    assert tenant.templates[template["id"]].status.value == "building"
+    await client.delete(f"/v1/templates/{template['id']}")
+    frames = [json.loads(line) for line in (await (await following).text()).splitlines()]
+    assert frames[-1] == {"final": True, "status": "cancelled", "attempt": 1}
+    await fake.templates.wait_stopped()
+
+
+async def test_reset_stops_builds_and_forgets_templates(client: Client, fake: FakeCreateOS) -> None:
+    template = await create_template(client, dockerfile="FROM devbox:1\nRUN sleep 600")
+    tenant = next(iter(fake.tenants))
+    await eventually(lambda: tenant.templates[template["id"]].status.value == "building")
+    assert (await client.post("/_fake/reset")).status == 200
+    await fake.templates.wait_stopped()
+    await expect_error(await client.get(f"/v1/templates/{template['id']}"), 404, "not found")
+
+
+async def test_only_build_attempt_one_exists(client: Client) -> None:
+    template = await create_template(client)
+    await expect_error(
+        await client.get(f"/v1/templates/{template['id']}/logs?attempt=2"), 404, "no such"
+    )
+    await expect_error(
+        await client.get(f"/v1/templates/{template['id']}/logs?attempt=x"), 400, "integer"
+    )
