@@ -237,6 +237,8 @@ ERRORS: dict[int, tuple[str, str]] = {
     409: ("Conflict", "The operation is not allowed in the current state."),
     410: ("Gone", "The requested output was evicted (`data.oldest_available_seq`)."),
     413: ("TooLarge", "The request body is larger than the fake accepts."),
+    426: ("UpgradeRequired", "A tunnel needs `Upgrade: tcp-tunnel` (the answer names it)."),
+    502: ("BadGateway", "Nothing listens on the tunnel's port in the sandbox."),
 }
 
 
@@ -301,6 +303,7 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "rule": path_param("rule", "Rule id."),
     "name": path_param("name", "Gate name."),
     "template": path_param("template", "Template id (`tpl_...`) or name."),
+    "port": path_param("port", "A TCP port in the sandbox.", integer(minimum=1, maximum=65535)),
 }
 
 
@@ -350,15 +353,18 @@ def operation(
     parameters: Iterable[Schema] = (),
     body: BodySchema | Schema | None = None,
     description: str | None = None,
+    switching: str | None = None,
 ) -> Operation:
     """One operation; authenticated operations answer 401 too, public ones opt out of the
     global ``X-Api-Key`` requirement. ``ok`` is ``None`` for a route the fake never answers
     with success. ``body`` is the :class:`BodySchema` its handler reads, or a raw
-    ``requestBody``."""
+    ``requestBody``; ``switching`` describes a 101 answer (a protocol upgrade)."""
     codes = set(errors)
     if not public:
         codes.add(401)
     responses: dict[str, Any] = {"200": ok} if ok is not None else {}
+    if switching is not None:
+        responses["101"] = {"description": switching}
     for code in sorted(codes):
         responses[str(code)] = {"$ref": f"#/components/responses/{ERRORS[code][0]}"}
     op: dict[str, Any] = {

@@ -36,6 +36,7 @@ from fake_server.shell import CommandHandler, CommandRegistry
 from fake_server.state_faults import StateFaults
 from fake_server.templates import TemplateService
 from fake_server.tenants import Tenant, Tenants
+from fake_server.tunnels import Tunnels
 
 __all__ = ["SERVER_NAME", "FakeCreateOS"]
 
@@ -49,7 +50,8 @@ class FakeCreateOS:
 
     Attributes: ``config``, ``clock``, ``journal``, ``tenants``, ``sandboxes`` (management
     operations), ``templates`` (template builds), ``runtime`` (exec/files/processes),
-    ``commands`` (the sandbox shell's command registry), ``seed``.
+    ``tunnels`` (what listens on sandbox ports), ``commands`` (the sandbox shell's command
+    registry), ``seed``.
     """
 
     def __init__(self, config: ServerConfig | None = None, **overrides: Any) -> None:
@@ -86,16 +88,23 @@ class FakeCreateOS:
             self.ids,
             self.clock,
             region=config.region,
-            on_going_away=self.runtime.stop_all,
+            on_going_away=self._going_away,
             destroyed_kept=config.destroyed_kept,
             template_files=self.templates.files_for,
         )
+        #: What listens on sandbox ports for tunnels (fake_server.tunnels).
+        self.tunnels = Tunnels()
         self.faults = FaultEngine(self.ids.seed, route_table())
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)
         for key in config.api_keys:
             self.tenants.register(key)
         self.tenants.on_implicit = self._tenant_made
         self._swept_at = self.clock.now()
+
+    def _going_away(self, sandbox: Sandbox) -> None:
+        """A sandbox is being destroyed: its commands stop and nothing listens in it."""
+        self.runtime.stop_all(sandbox)
+        self.tunnels.forget(sandbox.id)
 
     def reseed(self, seed: int) -> None:
         """Restart ids, names and fault draws from ``seed``."""
@@ -223,6 +232,7 @@ class FakeCreateOS:
         empty journal."""
         self._stop_everything()
         self.faults.clear()
+        self.tunnels.clear()
         self.tenants.clear()
         self.journal.clear()
         for key in self.config.api_keys:

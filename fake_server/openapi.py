@@ -318,8 +318,8 @@ def _schemas() -> dict[str, Schema]:
         "InjectedError": _error_envelope(
             "error",
             integer(minimum=500, maximum=599),
-            "A 5xx answer (JSend `error`); the fake answers these only when a fault rule "
-            "injects them.",
+            "A 5xx answer (JSend `error`): fault rules inject any; by itself the fake answers "
+            "only a tunnel's 502 (nothing listens on the port).",
         ),
         "SandboxStatus": enum(status.value for status in Status),
         "Pagination": obj(
@@ -355,7 +355,8 @@ def _schemas() -> dict[str, Schema]:
 def _responses() -> dict[str, Any]:
     responses: dict[str, Any] = {}
     for code, (name, description) in ERRORS.items():
-        schema: Schema = {"allOf": [ref("FailEnvelope"), obj({"code": const(code)}, closed=False)]}
+        envelope = ref("FailEnvelope" if code < 500 else "InjectedError")
+        schema: Schema = {"allOf": [envelope, obj({"code": const(code)}, closed=False)]}
         response: dict[str, Any] = {
             "description": description,
             "headers": {"X-Request-ID": {"$ref": "#/components/headers/RequestId"}},
@@ -365,6 +366,11 @@ def _responses() -> dict[str, Any]:
             response["headers"]["Allow"] = {
                 "schema": string(),
                 "description": "The methods the path accepts.",
+            }
+        if code == 426:
+            response["headers"]["Upgrade"] = {
+                "schema": const("tcp-tunnel"),
+                "description": "The protocol to ask for.",
             }
         responses[name] = response
     return responses

@@ -134,6 +134,7 @@ async def test_each_route_refuses_what_its_declared_body_refuses(
         name="a-gate",
         ip=sandbox["ip"],
         rule="r",
+        port="7",
     )
     assert route.operation.body is not None
     schema = route.operation.body.schema

@@ -26,13 +26,24 @@ from fake_server.routes import (
     runtime,
     sandboxes,
     templates,
+    tunnels,
 )
 from fake_server.routes.common import SANDBOX, Handler, Routes
 
 __all__ = ["HOT", "declared", "hot_first", "route_table", "schemas", "served"]
 
 #: The route modules, in the order their routes are declared.
-_MODULES = (meta, sandboxes, runtime, processes, templates, control, dashboard, openapi)
+_MODULES = (
+    meta,
+    sandboxes,
+    runtime,
+    processes,
+    tunnels,
+    templates,
+    control,
+    dashboard,
+    openapi,
+)
 
 #: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
 #: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)
