@@ -46,7 +46,10 @@ export function serve(methods) {
       const result = await methods[method](params ?? {});
       send({ id, result: result ?? null });
     } catch (error) {
-      if (!(error instanceof LeaseError)) console.error(`${method} #${id} failed:`, error);
+      if (!(error instanceof LeaseError)) {
+        const cause = error?.cause ? `\n  caused by ${error.cause}` : "";
+        console.error(`${method} #${id} failed: ${error?.stack ?? error}${cause}`);
+      }
       send({ id, error: errorObject(error) });
     }
   });
