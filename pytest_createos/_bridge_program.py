@@ -57,10 +57,12 @@ API_URL_ENV: Final = "CREATEOS_API_URL"
 API_KEY_ENV: Final = "CREATEOS_API_KEY"
 #: The longest line either side may write (an ``execute`` result carries command output).
 MAX_LINE_BYTES: Final = 16 * 2**20
-#: How many lines of the program's stderr are kept; older ones are dropped (and counted).
-MAX_STDERR_LINES: Final = 2_000
+#: How many of the program's last stderr lines are kept: the most a report shows.
+MAX_STDERR_LINES: Final = 100
 #: How many of the last stderr lines a :class:`BridgeError` quotes.
 STDERR_TAIL_LINES: Final = 8
+#: How much of one stderr line is kept.
+MAX_STDERR_LINE_CHARS: Final = 1_000
 #: How much of a bad stdout line an error quotes.
 MAX_QUOTED_CHARS: Final = 120
 
@@ -88,13 +90,14 @@ LINE_TOO_LONG: Final = "{name} wrote a line longer than {limit} bytes to stdout"
 EXITED: Final = "{name} exited with code {code} while {calls} {were} in flight"
 EXITED_IDLE: Final = "{name} exited with code {code}"
 CLOSED: Final = "{name} was closed"
+STARTED: Final = "{name} was started already: a program is started once"
 NOT_STARTED: Final = "{name} was not started: use `async with` or `await ....start()` first"
 NOT_OFFERED: Final = "{name} does not offer {method}()"
 TIMED_OUT: Final = "{name} did not answer {call} within {timeout:g} s"
 CANNOT_SEND: Final = "{name} accepts no JSON for {method}(): {error}"
 STDERR_TAIL: Final = "; its stderr ended with:\n{lines}"
 STDERR_EMPTY: Final = "; it wrote nothing to stderr"
-STDERR_DROPPED: Final = "... {count} earlier line(s) not kept"
+STDERR_OMITTED: Final = "... {count} earlier line(s) not shown"
 STDERR_TOO_LONG: Final = "[a line longer than {limit} bytes, not kept]\n"
 
 
@@ -240,16 +243,16 @@ class Program:
         """How many lines the program has written to stderr so far."""
         return self._stderr_total
 
-    def stderr_since(self, mark: int) -> list[str]:
-        """The stderr lines written after ``mark`` that are still kept, with a note first if
-        some were dropped."""
-        first_kept = self._stderr_total - len(self._stderr)
-        lines = list(self._stderr)[max(0, mark - first_kept) :]
-        dropped = first_kept - mark
-        return [STDERR_DROPPED.format(count=dropped), *lines] if dropped > 0 else lines
+    def stderr_since(self, mark: int, limit: int = MAX_STDERR_LINES) -> list[str]:
+        """The last ``limit`` (at most :data:`MAX_STDERR_LINES`) stderr lines written after
+        ``mark``, after a note of how many earlier ones are not shown."""
+        written = self._stderr_total - mark
+        shown = list(self._stderr)[-min(written, limit) :] if written > 0 else []
+        omitted = written - len(shown)
+        return [STDERR_OMITTED.format(count=omitted), *shown] if omitted > 0 else shown
 
     def _tail(self) -> str:
-        lines = self.stderr_since(max(0, self._stderr_total - STDERR_TAIL_LINES))
+        lines = self.stderr_since(0, STDERR_TAIL_LINES)
         if not lines:
             return STDERR_EMPTY
         return STDERR_TAIL.format(lines="\n".join(f"  {line}" for line in lines))
@@ -258,6 +261,8 @@ class Program:
 
     async def start(self) -> None:
         """Start the program and wait for its announcement (:class:`BridgeError` otherwise)."""
+        if self._process is not None:
+            raise BridgeError(STARTED.format(name=self.name))
         loop = asyncio.get_running_loop()
         try:
             self._process = await asyncio.create_subprocess_exec(
@@ -356,7 +361,10 @@ class Program:
                 line = STDERR_TOO_LONG.format(limit=MAX_LINE_BYTES)
             if not line:
                 return
-            self._stderr.append(line.rstrip("\r\n"))
+            line = line.rstrip("\r\n")
+            if len(line) > MAX_STDERR_LINE_CHARS:
+                line = line[: MAX_STDERR_LINE_CHARS - 3] + "..."
+            self._stderr.append(line)
             self._stderr_total += 1
 
     async def _read_stdout(self) -> None:

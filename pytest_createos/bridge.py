@@ -187,7 +187,8 @@ class _ProgramClient:
 
     def output_since(self, mark: int) -> str:
         """What the program wrote to stderr after :meth:`output_mark` returned ``mark`` (the
-        kit appends it to a scenario's report)."""
+        kit appends it to a scenario's report): its last 100 lines, each cut at 1000
+        characters, after a note of how many earlier ones are not shown."""
         return "\n".join(self._program.stderr_since(mark))
 
     async def _call(self, method: str, **params: Any) -> Any:

@@ -52,6 +52,10 @@ def answer(mode: str, request: dict[str, Any]) -> dict[str, Any] | None:
         return {"id": id_, "result": params["config"].get("answer", echo)}
     if method == "acquire":
         return {"id": id_, "result": create_sandbox()}
+    if method == "run" and mode == "chatty":
+        for number in range(1, 151):
+            log(f"line {number}")
+        log("x" * 5_000)
     if method == "run":
         env = {"url": os.environ.get("CREATEOS_API_URL"), "key": os.environ.get("CREATEOS_API_KEY")}
         return {"id": id_, "result": env}

@@ -259,6 +259,25 @@ async def test_what_cannot_be_json_is_refused_before_sending(host: Any) -> None:
         assert await program.resume("still fine") == "still fine"
 
 
+async def test_a_report_keeps_the_last_lines_of_stderr_each_cut_short(host: Any) -> None:
+    program = host("chatty")
+    async with program:
+        mark = program.output_mark()
+        await program.run("a", "true")
+    # Closed: everything it wrote has been read. 151 lines; the last 100 are kept.
+    lines = program.output_since(mark).splitlines()
+    assert lines[:2] == ["... 51 earlier line(s) not shown", "line 52"]
+    assert lines[-2:] == ["line 150", "x" * 997 + "..."]
+    assert len(lines) == 101
+
+
+async def test_a_program_is_started_once(host: Any) -> None:
+    async with host("echo") as program:
+        with pytest.raises(BridgeError, match="was started already"):
+            await program.start()
+        assert await program.resume("a") == "a"
+
+
 # -- the provider side --------------------------------------------------------------------------
 
 
