@@ -320,6 +320,8 @@ class Program:
             _, lingering = await asyncio.wait(others, timeout=self.close_timeout_s)
             for reader in lingering:
                 reader.cancel()
+            if lingering:
+                await asyncio.wait(lingering)
         if process.stdin is not None and not process.stdin.is_closing():
             process.stdin.close()
 
@@ -464,9 +466,14 @@ class Program:
             raise TypeError(refused) from None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[id_] = (method, future)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.call_timeout_s
         try:
-            await self._write(line)
-            done, _ = await asyncio.wait({future}, timeout=self.call_timeout_s)
+            # A program that stops reading its stdin blocks the write: that counts too.
+            await asyncio.wait_for(self._write(line), self.call_timeout_s)
+            done, _ = await asyncio.wait({future}, timeout=max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            done = set()
         except asyncio.CancelledError:
             self._abandon(id_)
             raise

@@ -93,6 +93,8 @@ def main() -> None:
     if mode == "provider":
         methods = PROVIDER_METHODS
     send({"bridge": 2 if mode == "bad-hello" else 1, "methods": methods})
+    if mode == "deaf":
+        threading.Event().wait()  # never reads a request: the kit's writes back up
     held: list[dict[str, Any]] = []
     for line in sys.stdin:  # bounded by stdin: the kit closes it
         request = json.loads(line)

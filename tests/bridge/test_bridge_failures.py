@@ -166,6 +166,13 @@ async def test_a_call_that_is_never_answered_times_out_and_the_program_serves_on
         assert await program.release("a") is None
 
 
+async def test_a_program_that_stops_reading_times_out_too(host: Any) -> None:
+    async with host("deaf", call_timeout_s=0.2, close_timeout_s=0.2) as program:
+        with pytest.raises(BridgeTimeoutError, match=re.escape("did not answer run() #1")):
+            await program.run("a", "x" * 2**21)  # more than any pipe buffers
+    assert program.returncode == -signal.SIGKILL
+
+
 async def test_a_late_answer_to_an_abandoned_call_is_dropped(host: Any) -> None:
     async with host("late", call_timeout_s=0.2) as program:
         with pytest.raises(BridgeTimeoutError):
