@@ -188,7 +188,15 @@ class _ProgramClient:
     def output_since(self, mark: int) -> str:
         """What the program wrote to stderr after :meth:`output_mark` returned ``mark`` (the
         kit appends it to a scenario's report): its last 100 lines, each cut at 1000
-        characters, after a note of how many earlier ones are not shown."""
+        characters, after a note of how many earlier ones are not shown.
+
+        Example::
+
+            mark = host.output_mark()
+            await host.run(lease, "true")
+            await host.close()   # everything it wrote is read by now
+            print(host.output_since(mark))
+        """
         return "\n".join(self._program.stderr_since(mark))
 
     async def _call(self, method: str, **params: Any) -> Any:
@@ -234,7 +242,12 @@ class SubprocessProvider(_ProgramClient):
         run_id: str | None = None,
         requested_expires_at: object | None = None,
     ) -> Lease:
-        """A fresh lease (``acquire`` request)."""
+        """A fresh lease (``acquire`` request).
+
+        Example::
+
+            lease = await provider.acquire(**createos_lease_params)
+        """
         answer = await self._call(
             "acquire",
             company_id=company_id,
@@ -254,7 +267,14 @@ class SubprocessProvider(_ProgramClient):
         provider_lease_id: str | None,
         lease_metadata: Mapping[str, Any],
     ) -> Lease:
-        """The lease resumed, or an expired lease (``resume`` request)."""
+        """The lease resumed, or an expired lease (``resume`` request).
+
+        Example::
+
+            lease = await provider.resume(**createos_lease_params,
+                                          provider_lease_id=lease.provider_lease_id,
+                                          lease_metadata=lease.metadata)
+        """
         answer = await self._call(
             "resume",
             company_id=company_id,
@@ -274,7 +294,14 @@ class SubprocessProvider(_ProgramClient):
         provider_lease_id: str | None,
         lease_metadata: Mapping[str, Any],
     ) -> None:
-        """Pause or delete the lease (``release`` request)."""
+        """Pause or delete the lease (``release`` request).
+
+        Example::
+
+            await provider.release(**createos_lease_params,
+                                   provider_lease_id=lease.provider_lease_id,
+                                   lease_metadata=lease.metadata)
+        """
         await self._call(
             "release",
             company_id=company_id,
@@ -293,7 +320,14 @@ class SubprocessProvider(_ProgramClient):
         provider_lease_id: str | None,
         lease_metadata: Mapping[str, Any],
     ) -> None:
-        """Delete the lease's sandbox (``destroy`` request)."""
+        """Delete the lease's sandbox (``destroy`` request).
+
+        Example::
+
+            await provider.destroy(**createos_lease_params,
+                                   provider_lease_id=lease.provider_lease_id,
+                                   lease_metadata=lease.metadata)
+        """
         await self._call(
             "destroy",
             company_id=company_id,
@@ -317,7 +351,13 @@ class SubprocessProvider(_ProgramClient):
         stdin: str | bytes | None = None,
         timeout_ms: int | None = None,
     ) -> ExecuteResult:
-        """Run one command on the lease (``execute`` request; ``stdin`` bytes must be UTF-8)."""
+        """Run one command on the lease (``execute`` request; ``stdin`` bytes must be UTF-8).
+
+        Example::
+
+            result = await provider.execute(**createos_lease_params, lease=lease,
+                                            command="echo", args=["hi"])
+        """
         answer = await self._call(
             "execute",
             company_id=company_id,
@@ -347,7 +387,12 @@ class SubprocessProvider(_ProgramClient):
 
     async def shutdown(self) -> None:
         """The provider's own shutdown hook (``shutdown`` request); the program keeps running
-        until :meth:`close`."""
+        until :meth:`close`.
+
+        Example::
+
+            await provider.shutdown()
+        """
         await self._call("shutdown")
 
     def _lease(self, method: str, answer: object) -> Lease:
@@ -376,19 +421,39 @@ class SubprocessHost(_ProgramClient):
     _required = HOST_METHODS
 
     async def acquire(self) -> Any:
-        """A fresh lease (``acquire`` request)."""
+        """A fresh lease (``acquire`` request).
+
+        Example::
+
+            lease = await host.acquire()
+        """
         return await self._call("acquire")
 
     async def release(self, lease: Any) -> None:
-        """Give the lease back (``release`` request)."""
+        """Give the lease back (``release`` request).
+
+        Example::
+
+            await host.release(lease)
+        """
         await self._call("release", lease=lease)
 
     async def resume(self, lease: Any) -> Any:
-        """The lease to use from now on (``resume`` request)."""
+        """The lease to use from now on (``resume`` request).
+
+        Example::
+
+            lease = await host.resume(lease)
+        """
         return await self._call("resume", lease=lease)
 
     async def run(self, lease: Any, command: str) -> Any:
-        """Run a shell command line on the lease (``run`` request); its result as sent."""
+        """Run a shell command line on the lease (``run`` request); its result as sent.
+
+        Example::
+
+            await host.run(lease, "echo hi")
+        """
         return await self._call("run", lease=lease, command=command)
 
     @property

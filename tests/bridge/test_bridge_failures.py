@@ -237,6 +237,11 @@ async def test_a_program_that_cannot_start_says_why(
     await program.close()
 
 
+def test_a_command_names_a_program() -> None:
+    with pytest.raises(ValueError, match="command must name a program to run"):
+        SubprocessProvider([])
+
+
 async def test_a_missing_program_cannot_be_started(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-program"
     with pytest.raises(BridgeError, match=r"could not be started: .*No such file"):
