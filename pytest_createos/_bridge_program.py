@@ -92,7 +92,6 @@ EXITED_IDLE: Final = "{name} exited with code {code}"
 CLOSED: Final = "{name} was closed"
 STARTED: Final = "{name} was started already: a program is started once"
 NOT_STARTED: Final = "{name} was not started: use `async with` or `await ....start()` first"
-NOT_OFFERED: Final = "{name} does not offer {method}()"
 TIMED_OUT: Final = "{name} did not answer {call} within {timeout:g} s"
 CANNOT_SEND: Final = "{name} accepts no JSON for {method}(): {error}"
 STDERR_TAIL: Final = "; its stderr ended with:\n{lines}"
@@ -456,8 +455,6 @@ class Program:
             raise BridgeError(NOT_STARTED.format(name=self.name))
         if self._failure is not None:
             raise BridgeError(self._failure)
-        if method not in self.methods:
-            raise BridgeError(NOT_OFFERED.format(name=self.name, method=method))
         id_ = next(self._ids)
         try:
             line = json.dumps({"id": id_, "method": method, "params": params}, default=_jsonable)

@@ -6,6 +6,8 @@
 // Hooks take the reference provider's keyword arguments (company_id, environment_id, config,
 // provider_lease_id, lease_metadata, ...); a lease is {provider_lease_id, metadata}. The API
 // URL and key come from config.apiUrl / config.apiKey, else from CREATEOS_API_URL / _KEY.
+// Kept small: execute runs `command args` through the buffered exec endpoint (no cwd, env,
+// stdin or timeout), and a release does not cancel the lease's commands in flight.
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { CleanupPendingError, LeaseError, serve } from "./bridge.mjs";

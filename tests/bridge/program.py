@@ -52,6 +52,12 @@ def answer(mode: str, request: dict[str, Any]) -> dict[str, Any] | None:
         return {"id": id_, "result": params["config"].get("answer", echo)}
     if method == "acquire":
         return {"id": id_, "result": create_sandbox()}
+    if method == "run" and mode == "huge":  # a line beyond the kit's limit on each stream
+        log("y" * 17 * 2**20)
+        log("after the long line")
+        sys.stdout.write("z" * 17 * 2**20 + "\n")
+        sys.stdout.flush()
+        return None
     if method == "run" and mode == "chatty":
         for number in range(1, 151):
             log(f"line {number}")

@@ -26,7 +26,11 @@ from pytest_createos.errors import (
     CLEANUP_PENDING_MESSAGE,
     CleanupInProgressError,
     CleanupPendingError,
+    CleanupUnconfirmedError,
+    CommandCancelledError,
     LeaseError,
+    LeaseOwnershipError,
+    ProviderShutDownError,
     is_cleanup_pending,
 )
 from pytest_createos.kit import ConformanceKit
@@ -89,6 +93,11 @@ async def test_answers_out_of_order_reach_their_own_calls(host: Any) -> None:
         ({"message": "busy", "kind": "CleanupInProgressError"}, CleanupInProgressError, True),
         ({"message": "nope", "kind": "LeaseError", "retryable": True}, LeaseError, True),
         ({"message": "x is undefined", "kind": "TypeError"}, ProgramError, False),
+        ({"message": "lost", "kind": "CleanupUnconfirmedError"}, CleanupUnconfirmedError, False),
+        ({"message": "not yours", "kind": "LeaseOwnershipError"}, LeaseOwnershipError, False),
+        ({"message": "stopped", "kind": "ProviderShutDownError"}, ProviderShutDownError, False),
+        ({"message": "cancelled", "kind": "CommandCancelledError"}, CommandCancelledError, False),
+        ({"message": "no kind at all"}, ProgramError, False),
     ],
 )
 async def test_error_answers_map_back_to_the_kits_types(
@@ -281,6 +290,22 @@ async def test_a_report_keeps_the_last_lines_of_stderr_each_cut_short(host: Any)
     assert lines[:2] == ["... 51 earlier line(s) not shown", "line 52"]
     assert lines[-2:] == ["line 150", "x" * 997 + "..."]
     assert len(lines) == 101
+
+
+async def test_lines_beyond_the_limit_are_refused_on_stdout_and_cut_on_stderr(
+    host: Any,
+) -> None:
+    program = host("huge")
+    async with program:
+        mark = program.output_mark()
+        with pytest.raises(BridgeError) as raised:
+            await program.run("a", "true")
+    assert str(raised.value).startswith(
+        f"program.py huge wrote a line longer than {2**24} bytes to stdout; its stderr ended"
+    )
+    lines = program.output_since(mark).splitlines()
+    assert lines[0] == f"[a line longer than {2**24} bytes, not kept]"
+    assert lines[-1] == "after the long line"
 
 
 async def test_a_program_is_started_once(host: Any) -> None:
