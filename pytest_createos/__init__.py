@@ -3,6 +3,7 @@
 The fixtures (``createos_server``, ``createos_aiohttp_server``, ``createos_faults``,
 ``createos_journal``, ``createos_config``, ``createos_lease_params``, ``createos_provider``,
 ``createos_kit``) are registered automatically through the ``pytest11`` entry point.
+``SubprocessHost`` and ``SubprocessProvider`` run the kit against a program in any language.
 """
 
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from fake_server._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what the names are; they are imported on first use (see fake_server._lazy)
+    from pytest_createos.bridge import BridgeError, SubprocessHost, SubprocessProvider
     from pytest_createos.errors import (
         CLEANUP_PENDING_MESSAGE,
         CleanupInProgressError,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:  # what the names are; they are imported on first use (see fak
 
 __all__ = [
     "CLEANUP_PENDING_MESSAGE",
+    "BridgeError",
     "CleanupInProgressError",
     "CleanupPendingError",
     "CleanupUnconfirmedError",
@@ -65,6 +68,8 @@ __all__ = [
     "ProbeResult",
     "ProviderConformance",
     "RealizedWorkspace",
+    "SubprocessHost",
+    "SubprocessProvider",
     "is_cleanup_pending",
     "validate_config",
 ]
@@ -72,6 +77,9 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     globals(),
     {
+        "BridgeError": "pytest_createos.bridge",
+        "SubprocessHost": "pytest_createos.bridge",
+        "SubprocessProvider": "pytest_createos.bridge",
         "CLEANUP_PENDING_MESSAGE": "pytest_createos.errors",
         "CleanupInProgressError": "pytest_createos.errors",
         "CleanupPendingError": "pytest_createos.errors",

@@ -224,6 +224,8 @@ KEEP_HINT: Final = (
     "createos_kit.assert_ok(keep={sandboxes!r})"
 )
 STEPS_HEADER: Final = "what the host did:"
+#: Ahead of what a program under test (see ``pytest_createos.bridge``) wrote to stderr.
+OUTPUT_HEADER: Final = "what {name} wrote to stderr:"
 CALLS_HEADER: Final = "  provider calls, oldest first:"
 
 #: How much of an exception's text a report shows.

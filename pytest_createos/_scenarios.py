@@ -98,6 +98,8 @@ class ScenarioReport:
     violations: list[Violation] = field(default_factory=list)
     #: Why the scenario did not apply to this host (then there are no violations).
     skipped: str | None = None
+    #: What each program under test wrote to stderr during the scenario, by its name.
+    output: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -110,10 +112,14 @@ class ScenarioReport:
         return {violation.check for violation in self.violations}
 
     def format(self) -> str:
-        """Violations first, then every step of the scenario, one per line."""
+        """Violations first, then every step of the scenario, one per line, then what the
+        programs under test wrote to stderr."""
         header = text.VIOLATIONS_HEADER.format(scenario=self.scenario, count=len(self.violations))
         lines = [violations_text(header, self.violations), text.STEPS_HEADER]
         lines += [f"  {step}" for step in self.steps]
+        for name, output in self.output.items():
+            lines.append(text.OUTPUT_HEADER.format(name=name))
+            lines += [f"  {line}" for line in output.splitlines()]
         return "\n".join(lines)
 
     def assert_ok(self) -> None:

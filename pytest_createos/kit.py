@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import pytest
 
@@ -87,6 +87,7 @@ __all__ = [
     "HostConformance",
     "LeaseHostAdapter",
     "LeaseOutcome",
+    "ProgramOutput",
     "ProviderCall",
     "ProviderConformance",
     "Scenario",
@@ -166,6 +167,27 @@ class ShutdownHost(Host[LeaseT], Protocol[LeaseT]):
 
     async def shutdown(self) -> None:
         """Stop: no command of the host may be left running afterwards."""
+
+
+@runtime_checkable
+class ProgramOutput(Protocol):
+    """A host or provider whose output the kit appends to a scenario's report (the bridge's
+    ``SubprocessHost`` and ``SubprocessProvider`` are: their program's stderr).
+
+    Example::
+
+        mark = host.output_mark()
+        ...
+        print(host.output_since(mark))
+    """
+
+    name: str
+
+    def output_mark(self) -> int:
+        """A mark of the output so far."""
+
+    def output_since(self, mark: int) -> str:
+        """The output after ``mark`` (empty when there is none)."""
 
 
 class LeaseHostAdapter:
@@ -273,7 +295,7 @@ class ConformanceKit:
             report = await createos_kit.run("resume-after-failed-release", host)
             assert report.ok, report.format()
         """
-        return await play(self, find_scenario(SCENARIOS, scenario), host)
+        return await self._play(find_scenario(SCENARIOS, scenario), host)
 
     async def run_provider(
         self,
@@ -290,7 +312,17 @@ class ConformanceKit:
                 "resume-while-release-in-flight", my_provider, createos_lease_params)
             report.assert_ok()
         """
-        return await play(self, find_scenario(PROVIDER_SCENARIOS, scenario), provider, params)
+        return await self._play(find_scenario(PROVIDER_SCENARIOS, scenario), provider, params)
+
+    async def _play(self, scenario: Scenario, *subject: Any) -> ScenarioReport:
+        """:func:`play`, with what the subject's programs wrote meanwhile in the report."""
+        marks = [(s, s.output_mark()) for s in subject if isinstance(s, ProgramOutput)]
+        report = await play(self, scenario, *subject)
+        for source, mark in marks:
+            output = source.output_since(mark)
+            if output:
+                report.output[source.name] = output
+        return report
 
     # -- checks over this test's journal --------------------------------------------------------
 

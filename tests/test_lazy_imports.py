@@ -15,7 +15,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("bashkit", "fake_server.fake", "fake_server.app", "fake_server.runtime")
-OURS = ("pytest_createos.provider", "pytest_createos.kit", "pytest_createos.channel")
+OURS = (
+    "pytest_createos.provider",
+    "pytest_createos.kit",
+    "pytest_createos.channel",
+    "pytest_createos.bridge",
+)
 
 
 def imported_after(code: str) -> set[str]:

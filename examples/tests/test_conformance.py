@@ -1,7 +1,8 @@
 """Every scenario of the conformance kit, against each host: one subclass per host.
 
-The robust host and the reference host pass; the naive host fails every scenario, which the
-strict xfail turns into a passing suite that breaks the day the kit stops catching it.
+The robust host (in Python and in JavaScript) and the reference host pass; the naive host fails
+every scenario, which the strict xfail turns into a passing suite that breaks the day the kit
+stops catching it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from example_hosts import NaiveHost, RobustHost
 
+from pytest_createos.bridge import SubprocessHost
 from pytest_createos.kit import ConformanceError, HostConformance, LeaseHostAdapter
 
 
@@ -25,6 +27,14 @@ class TestRobustHostDeletingOnRelease(HostConformance):
     def host(self, robust_host: RobustHost) -> RobustHost:
         robust_host.keep_warm = False
         return robust_host
+
+
+class TestNodeRobustHost(HostConformance):
+    """node/robust_host.mjs, driven over the kit's bridge protocol."""
+
+    @pytest.fixture
+    def host(self, node_robust_host: SubprocessHost) -> SubprocessHost:
+        return node_robust_host
 
 
 class TestReferenceHost(HostConformance):
