@@ -16,16 +16,16 @@ Example::
     disk = disks.create(ids, clock.wall(), DiskSpec.parse(name="data", kind="s3",
         config={"bucket": "b", "endpoint": "https://s3.example"},
         credentials={"access_key": "a", "secret_key": "s"}))
-    disks.attach(sandbox, "data", "/mnt/data")
+    disks.attach(sandbox, MountRequest("data", "/mnt/data"))
     disks.mounts(sandbox)   # [('/mnt/data', <FileSystem>)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from fake_server import errors
 from fake_server.clock import isoformat
@@ -37,7 +37,7 @@ from fake_server.registry import Registry
 from fake_server.sandbox import Sandbox
 from fake_server.validation import path_problem
 
-__all__ = ["Attachment", "Disk", "DiskCredentials", "DiskSpec", "Disks"]
+__all__ = ["Attachment", "Disk", "DiskCredentials", "DiskSpec", "Disks", "MountRequest"]
 
 #: The only kind of disk the API knows.
 KIND_S3 = "s3"
@@ -132,6 +132,51 @@ class DiskSpec:
         return cls(name, _parse_config(config), DiskCredentials.parse(credentials))
 
 
+class MountRequest(NamedTuple):
+    """A disk to mount, as a request names it: the disk by id or name, where, and which part
+    of the bucket (only the whole bucket can be mounted in the fake)."""
+
+    disk: str
+    mount_path: str | None
+    sub_path: str | None = None
+
+    @classmethod
+    def parse_list(cls, raw: object, field: str = "disks") -> list[MountRequest]:
+        """The ``disks`` of a create request: ``[{disk_id, mount_path, sub_path?}]`` (400
+        naming the first bad item otherwise).
+
+        Example:
+            >>> MountRequest.parse_list([{"disk_id": "data", "mount_path": "/mnt"}])
+            [MountRequest(disk='data', mount_path='/mnt', sub_path=None)]
+        """
+        if not isinstance(raw, list):
+            raise ApiError.invalid(field, "must be a list of {disk_id, mount_path, sub_path?}")
+        return [cls.parse(item, f"{field}[{index}]") for index, item in enumerate(raw)]
+
+    @classmethod
+    def parse(cls, raw: object, field: str = "body") -> MountRequest:
+        """One ``{disk_id, mount_path, sub_path?}`` (the body of ``POST …/disks``).
+
+        Example:
+            >>> MountRequest.parse({"disk_id": "data", "mount_path": "/mnt"}).disk
+            'data'
+        """
+        if not isinstance(raw, Mapping):
+            raise ApiError.invalid(field, "must be an object {disk_id, mount_path, sub_path?}")
+        unknown = sorted(set(raw) - {"disk_id", "mount_path", "sub_path"})
+        if unknown:
+            raise ApiError.invalid(f"{field}.{unknown[0]}", errors.UNKNOWN_FIELD)
+        values: list[str | None] = []
+        for name in ("disk_id", "mount_path", "sub_path"):
+            value = raw.get(name)
+            if value is not None and (not isinstance(value, str) or "\x00" in value):
+                raise ApiError.invalid(f"{field}.{name}", "must be a string")
+            values.append(value)
+        if not values[0]:
+            raise ApiError.invalid(f"{field}.disk_id", "is required")
+        return cls(values[0], values[1], values[2])
+
+
 @dataclass(eq=False, slots=True)
 class Disk:
     """One disk registration."""
@@ -220,7 +265,7 @@ class Disks(Registry[Disk]):
     Example::
 
         disks = Disks()
-        disks.attach(sandbox, "data", "/mnt/data")
+        disks.attach(sandbox, MountRequest("data", "/mnt/data"))
         [a.mount_path for a in disks.attached_to(sandbox)]   # ['/mnt/data']
     """
 
@@ -288,46 +333,63 @@ class Disks(Registry[Disk]):
 
     # -- attachments ------------------------------------------------------------------------
 
-    def attach(
-        self, sandbox: Sandbox, ref: str, mount_path: str | None, sub_path: str | None = None
-    ) -> Attachment:
-        """Mount the disk ``ref`` (id or name) at ``mount_path``: 409 unless the sandbox is
-        running, or when the path is taken by (or nests with) another mount.
+    def attach(self, sandbox: Sandbox, wanted: MountRequest) -> Attachment:
+        """Mount a disk in a running sandbox (409 otherwise); see :meth:`plan` for the checks.
 
         Example::
 
-            disks.attach(sandbox, "data", "/mnt/data")
+            disks.attach(sandbox, MountRequest("data", "/mnt/data"))
         """
-        disk = self.get(ref)
+        planned = self.plan([wanted], sandbox)
         if sandbox.status is not Status.RUNNING:
             raise ApiError.conflict(errors.DISK_NOT_RUNNING, sandbox.status.value)
-        return self.mount(sandbox, disk, mount_path, sub_path)
+        return self.mount(sandbox, planned)[0]
 
-    def mount(
-        self, sandbox: Sandbox, disk: Disk, mount_path: str | None, sub_path: str | None = None
-    ) -> Attachment:
-        """Mount ``disk`` whatever the sandbox's status (a create request's disks mount while
-        the sandbox is still being created); the checks on the path as :meth:`attach`.
+    def plan(
+        self, wanted: Sequence[MountRequest], sandbox: Sandbox | None = None
+    ) -> list[tuple[Disk, str]]:
+        """Check mounts before making any: each disk exists (404), each path is one a disk may
+        take (400) and none is taken by, or nests with, another of these mounts or one the
+        sandbox already has (409). The disks and normalized paths.
 
         Example::
 
-            disks.mount(sandbox, disk, "/mnt/data")
+            disks.plan([MountRequest("data", "/mnt/data/")])   # [(<Disk data>, '/mnt/data')]
         """
-        path = check_mount_path(mount_path)
-        if sub_path not in (None, "", "/"):
-            # A mount shows the whole bucket; a part of it cannot be mounted on its own.
-            raise ApiError.invalid("sub_path", errors.SUB_PATH_UNSUPPORTED)
-        attachments = self._attached.get(sandbox.id, [])
-        if any(_within(path, a.mount_path) or _within(a.mount_path, path) for a in attachments):
-            raise ApiError(409, errors.MOUNT_PATH_TAKEN)
-        # The mount point exists in the sandbox, as on a real host: `ls` of its parent shows it.
-        try:
-            sandbox.fs.mkdir(path, parents=True)
-        except FsError as exc:  # a file where the mount point (or a directory above it) goes
-            raise ApiError.invalid("mount_path", str(exc)) from None
-        attachment = Attachment(disk, sandbox, path)
-        self._attached.setdefault(sandbox.id, []).append(attachment)
-        return attachment
+        taken = [a.mount_path for a in self._attached.get(sandbox.id, ())] if sandbox else []
+        planned: list[tuple[Disk, str]] = []
+        for request in wanted:
+            disk = self.get(request.disk)
+            path = check_mount_path(request.mount_path)
+            if request.sub_path not in (None, "", "/"):
+                # A mount shows the whole bucket; a part of it cannot be mounted on its own.
+                raise ApiError.invalid("sub_path", errors.SUB_PATH_UNSUPPORTED)
+            if any(_within(path, other) or _within(other, path) for other in taken):
+                raise ApiError(409, errors.MOUNT_PATH_TAKEN)
+            taken.append(path)
+            planned.append((disk, path))
+        return planned
+
+    def mount(self, sandbox: Sandbox, planned: Sequence[tuple[Disk, str]]) -> list[Attachment]:
+        """Make the mounts :meth:`plan` checked, whatever the sandbox's status (a create
+        request's disks mount while the sandbox is being created): 400, and nothing mounted,
+        when a mount point cannot be made.
+
+        Example::
+
+            disks.mount(sandbox, disks.plan([MountRequest("data", "/mnt/data")]))
+        """
+        for _, path in planned:
+            # The mount point exists in the sandbox, as on a real host: `ls` of its parent
+            # shows it.
+            try:
+                sandbox.fs.mkdir(path, parents=True)
+            except FsError as exc:  # a file where the mount point (or a directory above) goes
+                raise ApiError.invalid("mount_path", str(exc)) from None
+        made = [Attachment(disk, sandbox, path) for disk, path in planned]
+        if made:
+            self._attached.setdefault(sandbox.id, []).extend(made)
+        return made
 
     def detach(self, sandbox: Sandbox, ref: str, mount_path: str | None) -> bool:
         """Unmount the disk ``ref`` from the sandbox: at ``mount_path``, or everywhere when it
@@ -338,7 +400,7 @@ class Disks(Registry[Disk]):
             disks.detach(sandbox, "data", "/mnt/data")   # True
         """
         disk = self.get(ref)
-        path = FileSystem.normalize(mount_path) if mount_path else None
+        path = check_mount_path(mount_path) if mount_path else None
         attachments = self._attached.get(sandbox.id, [])
         kept = [a for a in attachments if a.disk is not disk or (path and a.mount_path != path)]
         if len(kept) == len(attachments):

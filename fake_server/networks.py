@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,7 +28,7 @@ from fake_server.lifecycle import Lifecycle, Status
 from fake_server.registry import Registry
 from fake_server.sandbox import Sandbox
 
-__all__ = ["Network", "Networks"]
+__all__ = ["Network", "Networks", "parse_refs"]
 
 
 @dataclass(eq=False, slots=True)
@@ -38,6 +39,15 @@ class Network:
     name: str
     created_at: datetime
     members: dict[str, Sandbox] = field(default_factory=dict)
+
+    def join(self, sandbox: Sandbox) -> None:
+        """Make ``sandbox`` a member (again: harmless).
+
+        Example::
+
+            network.join(sandbox)
+        """
+        self.members[sandbox.id] = sandbox
 
     def view(self, *, members: bool) -> dict[str, Any]:
         """The network as the API shows it: ``member_count`` always, ``members`` on a GET of
@@ -67,6 +77,25 @@ def _member(sandbox: Sandbox) -> dict[str, Any]:
     if sandbox.status is not Status.CREATING:  # no address yet, as in the sandbox's view
         member["ip"] = sandbox.ip
     return member
+
+
+def parse_refs(raw: object, field: str = "networks") -> list[str]:
+    """The ``networks`` of a create request, ``[{"id": "<network id or name>"}]``: the refs
+    (400 naming the first bad item otherwise).
+
+    Example:
+        >>> parse_refs([{"id": "backend"}])
+        ['backend']
+    """
+    if not isinstance(raw, list):
+        raise ApiError.invalid(field, "must be a list of {id}")
+    refs = []
+    for index, item in enumerate(raw):
+        ref = item.get("id") if isinstance(item, Mapping) and set(item) <= {"id"} else None
+        if not isinstance(ref, str) or not ref or "\x00" in ref:
+            raise ApiError.invalid(f"{field}[{index}]", "must be {id: <network id or name>}")
+        refs.append(ref)
+    return refs
 
 
 class Networks(Registry[Network]):
@@ -115,8 +144,17 @@ class Networks(Registry[Network]):
         """
         network = self.get(ref)
         Lifecycle.check_modifiable(sandbox)
-        network.members[sandbox.id] = sandbox
+        network.join(sandbox)
         return network
+
+    def resolve(self, refs: Sequence[str]) -> list[Network]:
+        """The networks a create request names, each by id or name (404 for any unknown).
+
+        Example::
+
+            networks.resolve(["backend", "net_01h..."])
+        """
+        return [self.get(ref) for ref in refs]
 
     def detach(self, ref: str, sandbox: Sandbox) -> Network:
         """Take ``sandbox`` out of the network ``ref``; 404 when it is not a member.

@@ -12,11 +12,12 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fake_server import errors
 from fake_server.catalog import DEFAULT_ROOTFS, SHAPES, is_known_rootfs
 from fake_server.clock import Clock, TimerHandle
+from fake_server.disks import MountRequest
 from fake_server.errors import ApiError
 from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import TERMINAL, Lifecycle, Status
@@ -46,6 +47,9 @@ class CreateSpec:
     ingress_enabled: bool = False
     auto_pause_after_seconds: int | None = None
     disk_mib: int | None = None
+    #: Networks to join, by id or name.
+    networks: list[str] = field(default_factory=list)
+    disks: list[MountRequest] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -108,6 +112,9 @@ class SandboxService:
             raise ApiError.invalid("name", errors.NAME_INVALID)
         if name in tenant.names:
             raise ApiError(409, errors.NAME_TAKEN)
+        # Every network and disk named is checked before anything is made.
+        networks = tenant.networks.resolve(spec.networks)
+        mounts = tenant.disks.plan(spec.disks)
         sandbox = Sandbox(
             id=self.ids.sandbox_id(self._ids_in_use),
             tenant=tenant.id,
@@ -126,6 +133,9 @@ class SandboxService:
             auto_pause_after_seconds=spec.auto_pause_after_seconds,
             last_activity=self.clock.now(),
         )
+        tenant.disks.mount(sandbox, mounts)
+        for network in networks:
+            network.join(sandbox)
         self._adopt(tenant, sandbox)
         self.lifecycle.create(sandbox)
         return sandbox

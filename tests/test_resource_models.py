@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fake_server import FakeCreateOS, ServerConfig
-from fake_server.disks import DiskCredentials, DiskSpec, check_mount_path
+from fake_server.disks import DiskCredentials, DiskSpec, MountRequest, check_mount_path
 from fake_server.errors import ApiError
 from fake_server.filesystem import FileSystem, locate
 from fake_server.lifecycle import Status
@@ -147,27 +147,27 @@ def test_attach_needs_a_running_sandbox_and_a_free_path(fake: FakeCreateOS, tena
     tenant.disks.create(fake.ids, fake.clock.wall(), _spec())
     tenant.disks.create(fake.ids, fake.clock.wall(), _spec("other", "bucket-2"))
     sandbox = _sandbox(fake, tenant)
-    attachment = tenant.disks.attach(sandbox, "data", "/mnt/data")
+    attachment = tenant.disks.attach(sandbox, MountRequest("data", "/mnt/data"))
     assert attachment.view()["mount_status"] == "mounted"
     assert sandbox.fs.is_dir("/mnt/data")  # the mount point exists
-    _refused(409, tenant.disks.attach, sandbox, "other", "/mnt/data")
-    _refused(409, tenant.disks.attach, sandbox, "other", "/mnt/data/inner")
-    _refused(409, tenant.disks.attach, sandbox, "other", "/mnt")
-    _refused(400, tenant.disks.attach, sandbox, "other", "/srv", "sub")
+    _refused(409, tenant.disks.attach, sandbox, MountRequest("other", "/mnt/data"))
+    _refused(409, tenant.disks.attach, sandbox, MountRequest("other", "/mnt/data/inner"))
+    _refused(409, tenant.disks.attach, sandbox, MountRequest("other", "/mnt"))
+    _refused(400, tenant.disks.attach, sandbox, MountRequest("other", "/srv", "sub"))
     sandbox.fs.write("/srv/file", b"x", make_parents=True)
-    _refused(400, tenant.disks.attach, sandbox, "other", "/srv/file")  # a file is there
-    tenant.disks.attach(sandbox, "other", "/mnt/other")
+    _refused(400, tenant.disks.attach, sandbox, MountRequest("other", "/srv/file"))  # a file
+    tenant.disks.attach(sandbox, MountRequest("other", "/mnt/other"))
     fake.sandboxes.pause(sandbox)
     assert sandbox.status is Status.PAUSED
-    error = _refused(409, tenant.disks.attach, sandbox, "other", "/mnt/again")
+    error = _refused(409, tenant.disks.attach, sandbox, MountRequest("other", "/mnt/again"))
     assert "paused" in error.message
 
 
 def test_detach_and_delete(fake: FakeCreateOS, tenant: Tenant) -> None:
     disk = tenant.disks.create(fake.ids, fake.clock.wall(), _spec())
     sandbox = _sandbox(fake, tenant)
-    tenant.disks.attach(sandbox, disk.id, "/a")
-    tenant.disks.attach(sandbox, "data", "/b")  # one disk at two paths
+    tenant.disks.attach(sandbox, MountRequest(disk.id, "/a"))
+    tenant.disks.attach(sandbox, MountRequest("data", "/b"))  # one disk at two paths
     _refused(409, tenant.disks.delete, "data")
     assert tenant.disks.detach(sandbox, "data", "/a") is True
     assert tenant.disks.detach(sandbox, "data", "/a") is False
@@ -184,7 +184,7 @@ def test_an_ended_sandbox_unmounts_and_the_bucket_outlives_everything(
 ) -> None:
     disk = tenant.disks.create(fake.ids, fake.clock.wall(), _spec())
     sandbox = _sandbox(fake, tenant)
-    tenant.disks.attach(sandbox, "data", "/mnt/data")
+    tenant.disks.attach(sandbox, MountRequest("data", "/mnt/data"))
     [(mounted_at, tree)] = tenant.disks.mounts(sandbox)
     assert mounted_at == "/mnt/data"
     tree.write("/kept.txt", b"kept")
@@ -214,3 +214,42 @@ def test_locate_picks_the_deepest_mount() -> None:
     assert locate(root, mounts, "/mnt/inx") == (outer, "/inx")
     assert locate(root, mounts, "/mnt") == (outer, "/")
     assert locate(root, mounts, "/etc/hosts") == (root, "/etc/hosts")
+
+
+def test_mount_requests_and_network_refs_are_checked() -> None:
+    from fake_server.networks import parse_refs
+
+    assert parse_refs([{"id": "a"}, {"id": "net_x"}]) == ["a", "net_x"]
+    for bad in ({"id": "a"}, [{"id": ""}], [{"name": "a"}], ["a"], [{"id": 1}]):
+        _refused(400, parse_refs, bad)
+    assert MountRequest.parse_list([]) == []
+    for bad_list in (
+        {"disk_id": "d"},
+        [{"mount_path": "/m"}],
+        [{"disk_id": "d", "mount_path": 5}],
+        [{"disk_id": "d", "extra": 1}],
+        ["d"],
+    ):
+        _refused(400, MountRequest.parse_list, bad_list)
+
+
+def test_a_create_that_names_networks_and_disks_checks_them_all_first(
+    fake: FakeCreateOS, tenant: Tenant
+) -> None:
+    net = tenant.networks.create(fake.ids, fake.clock.wall(), "backend")
+    tenant.disks.create(fake.ids, fake.clock.wall(), _spec())
+    wanted = [MountRequest("data", "/mnt/data")]
+
+    def create(**fields: object) -> Sandbox:
+        spec = CreateSpec(shape="s-1vcpu-1gb", **fields)  # type: ignore[arg-type]
+        return fake.sandboxes.create(tenant, spec)
+
+    before = len(tenant.sandboxes)
+    _refused(404, create, networks=["backend", "missing"], disks=wanted)
+    _refused(404, create, networks=["backend"], disks=[MountRequest("missing", "/m")])
+    _refused(409, create, disks=[*wanted, MountRequest("data", "/mnt/data/x")])
+    _refused(400, create, disks=[MountRequest("data", "/etc/hosts")])  # a file in the image
+    assert len(tenant.sandboxes) == before and net.members == {}
+    sandbox = create(networks=[net.id], disks=wanted)
+    assert list(net.members) == [sandbox.id]
+    assert [a.mount_path for a in tenant.disks.attached_to(sandbox)] == ["/mnt/data"]
