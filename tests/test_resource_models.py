@@ -249,7 +249,8 @@ def test_a_create_that_names_networks_and_disks_checks_them_all_first(
     _refused(404, create, networks=["backend"], disks=[MountRequest("missing", "/m")])
     _refused(409, create, disks=[*wanted, MountRequest("data", "/mnt/data/x")])
     _refused(400, create, disks=[MountRequest("data", "/etc/hosts")])  # a file in the image
-    assert len(tenant.sandboxes) == before and net.members == {}
+    assert len(tenant.sandboxes) == before
+    assert net.members == {}
     sandbox = create(networks=[net.id], disks=wanted)
     assert list(net.members) == [sandbox.id]
     assert [a.mount_path for a in tenant.disks.attached_to(sandbox)] == ["/mnt/data"]
