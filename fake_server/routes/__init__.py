@@ -16,13 +16,13 @@ import functools
 from collections.abc import Iterator
 
 from fake_server.route_table import RouteTable
-from fake_server.routes import control, dashboard, meta, openapi, runtime, sandboxes
+from fake_server.routes import control, dashboard, meta, openapi, resources, runtime, sandboxes
 from fake_server.routes.common import SANDBOX, Handler, Routes
 
 __all__ = ["HOT", "declared", "hot_first", "route_table", "served"]
 
 #: The route modules, in the order their routes are declared.
-_MODULES = (meta, sandboxes, runtime, control, dashboard, openapi)
+_MODULES = (meta, sandboxes, runtime, resources, control, dashboard, openapi)
 
 #: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
 #: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)

@@ -203,6 +203,25 @@ async def set_durations(request: web.Request) -> web.Response:
     return ok(_durations_json(tenant, durations))
 
 
+def _credit_json(tenant: Tenant) -> dict[str, object]:
+    return {"tenant": tenant.id, "has_credit": tenant.has_credit}
+
+
+async def get_credit(request: web.Request) -> web.Response:
+    return ok(_credit_json(_own_tenant(request)))
+
+
+async def set_credit(request: web.Request) -> web.Response:
+    """Whether the caller's tenant has credit (its cost-incurring calls answer 402 without)."""
+    tenant = _own_tenant(request)
+    body = await read_body(request, allowed={"has_credit"})
+    has_credit = body.boolean("has_credit")
+    if has_credit is None:
+        raise ApiError.invalid("has_credit", "is required")
+    fake_of(request).set_credit(request.headers["X-Api-Key"], has_credit=has_credit)
+    return ok(_credit_json(tenant))
+
+
 async def reseed(request: web.Request) -> web.Response:
     body = await read_body(request, allowed={"seed"})
     seed = body.integer("seed", low=0)
@@ -242,6 +261,8 @@ ROUTES: Routes = (
     ("POST", "/_fake/seed", reseed),
     ("GET", "/_fake/tenant/durations", get_durations),
     ("PUT", "/_fake/tenant/durations", set_durations),
+    ("GET", "/_fake/tenant/credit", get_credit),
+    ("PUT", "/_fake/tenant/credit", set_credit),
     ("POST", "/_fake/clock/advance", advance_clock),
     ("GET", "/_fake/faults", list_faults),
     ("POST", "/_fake/faults", add_faults),

@@ -6,8 +6,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.bandwidth import bandwidth_view
+from fake_server.disks import MountRequest
 from fake_server.errors import ApiError
 from fake_server.lifecycle import Status
+from fake_server.networks import parse_refs
 from fake_server.routes.common import (
     SANDBOX,
     Routes,
@@ -15,6 +18,7 @@ from fake_server.routes.common import (
     fake_of,
     json_response,
     ok,
+    page_bounds,
     paginated_body,
     read_body,
     sandbox_of,
@@ -22,8 +26,7 @@ from fake_server.routes.common import (
     tenant_of,
 )
 from fake_server.sandbox import encoded_views
-from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX, CreateSpec, ForkSpec
-from fake_server.validation import query_int
+from fake_server.sandboxes import CreateSpec, ForkSpec
 
 _CREATE_FIELDS = {
     "shape",
@@ -37,9 +40,11 @@ _CREATE_FIELDS = {
     "auto_pause_after_seconds",
     "disk_mib",
     "bandwidth_quota_bytes",
+    "networks",
+    "disks",
 }
-# Accepted and ignored, as the real service does (networks, disks and placement are not modeled).
-_CREATE_TOLERATED = {"networks", "disks", "host_id", "node_selector"}
+# Accepted and ignored, as the real service does (placement is not modeled).
+_CREATE_TOLERATED = {"host_id", "node_selector"}
 
 
 async def create(request: web.Request) -> web.Response:
@@ -59,16 +64,16 @@ async def create(request: web.Request) -> web.Response:
         # The SDK sends 0 for "unset".
         auto_pause_after_seconds=auto_pause or None,
         disk_mib=body.integer("disk_mib", low=0),
+        networks=[] if body.data.get("networks") is None else parse_refs(body.data["networks"]),
+        disks=[] if body.data.get("disks") is None else MountRequest.parse_list(body.data["disks"]),
     )
     sandbox = fake_of(request).sandboxes.create(tenant_of(request), spec)
     return ok(sandbox.created_view())
 
 
 async def list_sandboxes(request: web.Request) -> web.Response:
-    query = request.query
-    limit = query_int(query, "limit", LIST_DEFAULT, low=0, high=LIST_MAX) or LIST_DEFAULT
-    offset = query_int(query, "offset", 0)
-    raw_status = query.get("status") or None
+    limit, offset = page_bounds(request)
+    raw_status = request.query.get("status") or None
     try:
         status = Status(raw_status) if raw_status else None
     except ValueError:
@@ -171,18 +176,7 @@ async def ssh_pubkeys(request: web.Request) -> web.Response:
 
 
 async def bandwidth(request: web.Request) -> web.Response:
-    sandbox = sandbox_of(request)
-    # Sandboxes of the fake are unmetered: the quota is -1, as for the real unmetered plan.
-    return ok(
-        {
-            "id": sandbox.id,
-            "quota_bytes": -1,
-            "used_bytes": 0,
-            "ingress_bytes": 0,
-            "remaining_bytes": -1,
-            "capped": False,
-        }
-    )
+    return ok(bandwidth_view(sandbox_of(request)))
 
 
 ROUTES: Routes = (
