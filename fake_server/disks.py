@@ -37,7 +37,15 @@ from fake_server.registry import Registry
 from fake_server.sandbox import Sandbox
 from fake_server.validation import path_problem
 
-__all__ = ["Attachment", "Disk", "DiskCredentials", "DiskSpec", "Disks", "MountRequest"]
+__all__ = [
+    "KIND_S3",
+    "Attachment",
+    "Disk",
+    "DiskCredentials",
+    "DiskSpec",
+    "Disks",
+    "MountRequest",
+]
 
 #: The only kind of disk the API knows.
 KIND_S3 = "s3"

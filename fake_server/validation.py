@@ -2,8 +2,8 @@
 
 Example::
 
-    body = Body.parse(raw, allowed={"shape", "name"}, tolerated={"host_id"})
-    shape = body.string("shape", required=True)
+    CREATE = BodySchema(obj({"shape": string()}, ignored=("host_id",)), required=True)
+    shape = CREATE.parse(raw).string("shape")
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from fake_server import errors
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "PATH_FORBIDDEN",
     "Body",
+    "BodySchema",
     "parse_json",
     "path_problem",
     "query_int",
@@ -125,87 +127,200 @@ def _check_text(text: str) -> None:
             raise ApiError(400, errors.JSON_NOT_TEXT) from None
 
 
+#: One compiled check of a body field: raises a 400 naming the field when its value is wrong.
+_Check = Callable[[str, Any], None]
+
+
+class BodySchema:
+    """A JSON object request body, declared once as a JSON Schema (built with
+    :mod:`fake_server.api_schema`): the OpenAPI document shows it and :meth:`parse` enforces it.
+
+    What is enforced, with a 400 naming the field: unknown fields (unless the schema's
+    ``patternProperties`` tolerate them: fields real clients send that the API ignores), required
+    fields, each field's JSON type (items and values of arrays and maps included; strings never
+    hold NUL), numeric ``minimum``/``maximum`` and variable names (``propertyNames``). ``null``
+    is read as "absent", as clients send it for unset fields. Domain rules the schema documents
+    from the model's own constants (a known shape, a free name, a signal the fake delivers) are
+    the model's to check, with the contract's messages.
+
+    Example::
+
+        SEED = BodySchema(obj({"seed": integer(minimum=0)}), required=True)
+        SEED.parse(b'{"seed": -1}')   # ApiError(400): {"seed": "must be at least 0"}
+    """
+
+    def __init__(
+        self,
+        schema: Mapping[str, Any],
+        *,
+        required: bool = False,
+        description: str | None = None,
+        checks: Mapping[str, Callable[[Any], object]] = MappingProxyType({}),
+    ) -> None:
+        """``checks`` replace the derived check of a field by the model's own (which raises
+        ``ValueError`` saying what is wrong), where the model words it for every caller alike."""
+        self.schema = schema
+        #: Whether the operation requires a body (an empty one still reads as ``{}``).
+        self.required = required
+        self.description = description
+        properties: Mapping[str, Mapping[str, Any]] = schema.get("properties", {})
+        self._checks = {
+            name: _model_check(checks[name]) if name in checks else _check_of(field)
+            for name, field in properties.items()
+        }
+        self._required: tuple[str, ...] = tuple(schema.get("required", ()))
+        self._tolerated = [re.compile(pattern) for pattern in schema.get("patternProperties", {})]
+
+    def parse(self, raw: bytes) -> Body:
+        """Parse ``raw`` (empty means ``{}``) and check it against the schema."""
+        if not raw.strip():
+            data: Any = {}
+        else:
+            data = parse_json(raw)
+            if not isinstance(data, dict):
+                raise ApiError(400, errors.BODY_NOT_OBJECT)
+        checks = self._checks
+        for name in sorted(data):
+            check = checks.get(name)
+            if check is None:
+                if not any(pattern.match(name) for pattern in self._tolerated):
+                    raise ApiError.invalid(name, errors.UNKNOWN_FIELD)
+                continue
+            value = data[name]
+            if value is not None:
+                check(name, value)
+        for name in self._required:
+            if data.get(name) is None:
+                raise ApiError.invalid(name, "is required")
+        return Body(data)
+
+
+def _check_of(schema: Mapping[str, Any]) -> _Check:
+    """The check of one field's value (not ``None``), compiled from its schema."""
+    branches = schema.get("anyOf", ())
+    if "type" not in schema and any(branch.get("type") == "null" for branch in branches):
+        # nullable(x): null is "absent", read before any check; x decides the rest.
+        (schema,) = [branch for branch in branches if branch.get("type") != "null"]
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        return _number_check(schema)
+    if kind == "string":
+        return _string_check
+    if kind == "boolean":
+        return _kind_check(bool, "a boolean")
+    if kind == "array":
+        return _list_check
+    if kind == "object":
+        if "additionalProperties" in schema and "properties" not in schema:
+            return _env_check if "propertyNames" in schema else _map_check
+        return _kind_check(dict, "an object")
+    return _unchecked  # a reference or a constant: the model's domain rule
+
+
+def _model_check(check: Callable[[Any], object]) -> _Check:
+    def model_check(name: str, value: Any) -> None:
+        try:
+            check(value)
+        except ValueError as exc:
+            raise ApiError.invalid(name, str(exc)) from None
+
+    return model_check
+
+
+def _unchecked(name: str, value: Any) -> None:
+    return None
+
+
+def _kind_check(kind: type, label: str) -> _Check:
+    def check(name: str, value: Any) -> None:
+        if not isinstance(value, kind):
+            raise ApiError.invalid(name, f"must be {label}")
+
+    return check
+
+
+def _string_check(name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise ApiError.invalid(name, "must be a string")
+    if "\x00" in value:
+        raise ApiError.invalid(name, "must not contain NUL bytes")
+
+
+def _number_check(schema: Mapping[str, Any]) -> _Check:
+    integral = schema["type"] == "integer"
+    kind: type | tuple[type, ...] = int if integral else (int, float)
+    label = "an integer" if integral else "a number"
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        bounds = f"must be between {low} and {high}"
+    else:
+        bounds = f"must be at least {low}" if low is not None else f"must be at most {high}"
+
+    def check(name: str, value: Any) -> None:
+        # bool is an int in Python but never a number in JSON schemas.
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ApiError.invalid(name, f"must be {label}")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ApiError.invalid(name, bounds)
+
+    return check
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" not in value
+
+
+def _list_check(name: str, value: Any) -> None:
+    if not isinstance(value, list) or not all(_is_text(item) for item in value):
+        raise ApiError.invalid(name, "must be a list of strings")
+
+
+def _map_check(name: str, value: Any) -> None:
+    if not isinstance(value, dict) or not all(_is_text(item) for item in value.values()):
+        raise ApiError.invalid(name, "must be an object of strings")
+
+
+def _env_check(name: str, value: Any) -> None:
+    _map_check(name, value)
+    if not all(ENV_NAME.match(key) for key in value):
+        raise ApiError.invalid(name, errors.ENV_NAME_INVALID)
+
+
 class Body:
-    """A parsed JSON object body whose fields are read with type checks."""
+    """A request body that passed its :class:`BodySchema`: its fields, read by type."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
 
-    @classmethod
-    def parse(
-        cls,
-        raw: bytes,
-        *,
-        allowed: Collection[str],
-        tolerated: Collection[str] = (),
-    ) -> Body:
-        """Parse ``raw`` (empty means ``{}``); unknown fields are refused unless tolerated
-        (fields real clients are known to send that the API ignores)."""
-        if not raw.strip():
-            return cls({})
-        data = parse_json(raw)
-        if not isinstance(data, dict):
-            raise ApiError(400, errors.BODY_NOT_OBJECT)
-        unknown = sorted(set(data) - set(allowed) - set(tolerated))
-        if unknown:
-            raise ApiError.invalid(unknown[0], errors.UNKNOWN_FIELD)
-        return cls(data)
-
     def has(self, name: str) -> bool:
         return name in self.data
 
-    def _typed(self, name: str, kind: type[_T] | tuple[type, ...], label: str) -> _T | None:
+    def _typed(self, name: str, kind: type[_T]) -> _T | None:
         value = self.data.get(name)
-        if value is None:
-            return None
-        # bool is an int in Python but never a number in JSON schemas.
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ApiError.invalid(name, f"must be {label}")
-        return value  # type: ignore[return-value]
-
-    def string(self, name: str, *, required: bool = False) -> str | None:
-        value = self._typed(name, str, "a string")
-        if value is None and required:
-            raise ApiError.invalid(name, "is required")
-        if value is not None and "\x00" in value:
-            raise ApiError.invalid(name, "must not contain NUL bytes")
+        # The schema checked the value; this only guards a handler reading a field as another
+        # type than its schema declares (a bug, not a bad request).
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"body field {name!r} is declared as another type")
         return value
+
+    def string(self, name: str) -> str | None:
+        return self._typed(name, str)
 
     def boolean(self, name: str) -> bool | None:
-        return self._typed(name, bool, "a boolean")
+        return self._typed(name, bool)
 
-    def integer(self, name: str, *, low: int | None = None, high: int | None = None) -> int | None:
-        value = self._typed(name, int, "an integer")
-        if value is not None and (
-            (low is not None and value < low) or (high is not None and value > high)
-        ):
-            raise ApiError.invalid(name, f"must be between {low} and {high}")
-        return value
+    def integer(self, name: str) -> int | None:
+        return self._typed(name, int)
+
+    def number(self, name: str) -> float | None:
+        value = self._typed(name, (int, float))  # type: ignore[arg-type]
+        return None if value is None else float(value)
 
     def string_list(self, name: str) -> list[str] | None:
-        value = self._typed(name, list, "a list of strings")
-        if value is not None and not all(
-            isinstance(item, str) and "\x00" not in item for item in value
-        ):
-            raise ApiError.invalid(name, "must be a list of strings")
-        return value
+        return self._typed(name, list)
 
     def string_map(self, name: str) -> dict[str, str] | None:
-        value = self._typed(name, dict, "an object of strings")
-        if value is not None and not all(
-            isinstance(item, str) and "\x00" not in item for item in value.values()
-        ):
-            raise ApiError.invalid(name, "must be an object of strings")
-        return value
-
-    def env_map(self, name: str) -> dict[str, str] | None:
-        """A map of environment variables whose names are checked."""
-        value = self.string_map(name)
-        if value is not None:
-            bad = [key for key in value if not ENV_NAME.match(key)]
-            if bad:
-                raise ApiError.invalid(name, errors.ENV_NAME_INVALID)
-        return value
+        return self._typed(name, dict)
 
 
 def path_problem(path: str) -> str | None:

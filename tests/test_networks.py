@@ -130,10 +130,10 @@ async def test_journaled_faulted_and_gated(
 ) -> None:
     await create_network(client)
     fake.journal.assert_requested("POST /v1/networks", times=1, tenant=fake.tenant(api_key).id)
-    fake.faults.error(503, route="GET /v1/networks/{ref}", times=1)
+    fake.faults.error(503, route="GET /v1/networks/{network}", times=1)
     await expect_error(await client.get("/v1/networks/backend"), 503, "injected error")
     assert (await client.get("/v1/networks/backend")).status == 200
-    gate = fake.faults.gate("net", route="DELETE /v1/networks/{ref}")
+    gate = fake.faults.gate("net", route="DELETE /v1/networks/{network}")
     deletion = asyncio.ensure_future(client.delete("/v1/networks/backend"))
     await gate.wait_held(1)
     assert (await client.get("/v1/networks/backend")).status == 200  # not deleted yet

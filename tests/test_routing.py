@@ -48,14 +48,14 @@ def sample_paths(routes: Routes) -> list[str]:
     ``by-ip``, and to a few odd values."""
     literals = {
         part
-        for _, template, _ in routes
-        for part in template.split("/")[3:]
-        if template.count("{") and "{" not in part
+        for route in routes
+        for part in route.template.split("/")[3:]
+        if route.template.count("{") and "{" not in part
     }
     values = sorted(literals | {"by-ip", "sb_x", "p_1", "10.0.0.7", "a%2Fb", "%7Bx%7D"})
     paths = {"/", "/v1", "/v1/", "/v1/sandboxes/", "/nowhere", "/v1/sandboxes/x/nowhere"}
-    for _, template, _ in routes:
-        fixed = _VARIABLE.split(template)
+    for route in routes:
+        fixed = _VARIABLE.split(route.template)
         for chosen in itertools.product(values, repeat=len(fixed) - 1):
             paths.add("".join(itertools.chain(*zip(fixed, (*chosen, ""), strict=True))))
     return sorted(paths)
@@ -87,7 +87,7 @@ async def test_hot_routes_first_resolve_every_path_as_the_module_order_does() ->
         assert after == before, (sent.method, sent.path)
     # The sample reaches every route, and the catch-all (which answers 404 and 405) too.
     reached = {result[1].__name__ for result in served}
-    assert reached >= {handler.__name__ for _, _, handler in hot_first(declared())} | {"_unrouted"}
+    assert reached >= {route.handler.__name__ for route in hot_first(declared())} | {"_unrouted"}
 
 
 async def test_the_fake_serves_the_hot_routes_first() -> None:

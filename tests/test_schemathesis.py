@@ -51,8 +51,9 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 )
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig  # noqa: E402
+from fake_server.api_schema import NDJSON, OCTET_STREAM  # noqa: E402
 from fake_server.credentials import CREDENTIAL_HEADERS  # noqa: E402
-from fake_server.openapi import NDJSON, OCTET_STREAM, document  # noqa: E402
+from fake_server.openapi import document  # noqa: E402
 
 API_KEY = "skp_schemathesis"
 # Every credential header the document declares carries the key: schemathesis may fill one

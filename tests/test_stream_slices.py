@@ -14,7 +14,7 @@ from typing import Any
 from fake_server import FakeCreateOS, ServerConfig
 from fake_server.clock import RealClock
 from fake_server.processes import CONNECT_BATCH, ManagedProcess, OutputFrame
-from fake_server.routes.runtime import WRITE_SLICE
+from fake_server.routes.ndjson import WRITE_SLICE
 from fake_server.streams import LoopBudget
 from tests.conftest import Client, ClientFactory, create_sandbox
 

@@ -16,13 +16,22 @@ import functools
 from collections.abc import Iterator
 
 from fake_server.route_table import RouteTable
-from fake_server.routes import control, dashboard, meta, openapi, resources, runtime, sandboxes
+from fake_server.routes import (
+    control,
+    dashboard,
+    meta,
+    openapi,
+    processes,
+    resources,
+    runtime,
+    sandboxes,
+)
 from fake_server.routes.common import SANDBOX, Handler, Routes
 
 __all__ = ["HOT", "declared", "hot_first", "route_table", "served"]
 
 #: The route modules, in the order their routes are declared.
-_MODULES = (meta, sandboxes, runtime, resources, control, dashboard, openapi)
+_MODULES = (meta, sandboxes, runtime, processes, resources, control, dashboard, openapi)
 
 #: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
 #: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)
@@ -39,11 +48,11 @@ HOT = (
     SANDBOX,  # one segment after /v1/sandboxes: no other route matches its paths
     "/v1/sandboxes/by-ip/{ip}",
     SANDBOX + "/exec",
-    runtime.PROCESS + "/wait",
-    runtime.PROCESS + "/connect",
-    runtime.PROCESS,
-    runtime.PROCESS + "/input",
-    SANDBOX + "/processes",
+    processes.PROCESS + "/wait",
+    processes.PROCESS + "/connect",
+    processes.PROCESS,
+    processes.PROCESS + "/input",
+    processes.PROCESSES_OF,
     SANDBOX + "/files",
 )
 
@@ -53,7 +62,7 @@ def declared() -> Routes:
 
     Example::
 
-        declared()[0]   # ('GET', '/healthz', <function healthz>)
+        declared()[0].template   # '/healthz'
     """
     return tuple(route for module in _MODULES for route in module.ROUTES)
 
@@ -80,7 +89,7 @@ def served(routes: Routes | None = None) -> Iterator[tuple[str, str, Handler]]:
         [f"{method} {template}" for method, template, _ in served()][:2]
         # ['GET /v1/sandboxes', 'HEAD /v1/sandboxes']
     """
-    for method, template, handler in hot_first(declared()) if routes is None else routes:
+    for method, template, handler, _ in hot_first(declared()) if routes is None else routes:
         yield method, template, handler
         if method == "GET":
             yield "HEAD", template, handler

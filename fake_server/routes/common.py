@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from fake_server import errors
+from fake_server.api_schema import Operation
 from fake_server.errors import ApiError
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.tenants import Tenant
-from fake_server.validation import Body, query_int
+from fake_server.validation import Body, BodySchema, query_int
 
 _T = TypeVar("_T")
 
@@ -30,6 +31,7 @@ __all__ = [
     "SCOPE",
     "Handler",
     "RequestScope",
+    "Route",
     "Routes",
     "envelope_response",
     "fake_of",
@@ -48,8 +50,20 @@ __all__ = [
 ]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-#: What each route module declares: ``(method, path template, handler)``, served in this order.
-Routes = tuple[tuple[str, str, Handler], ...]
+
+
+class Route(NamedTuple):
+    """One route as its module declares it: method, path template, handler and the route's
+    OpenAPI operation (:func:`fake_server.api_schema.operation`), written beside the handler."""
+
+    method: str
+    template: str
+    handler: Handler
+    operation: Operation
+
+
+#: What each route module declares, served in this order.
+Routes = tuple[Route, ...]
 
 #: The path template of one sandbox, which most routes hang off.
 SANDBOX = "/v1/sandboxes/{id}"
@@ -186,11 +200,14 @@ def sandbox_of(request: web.Request) -> Sandbox:
     return sandbox
 
 
-async def read_body(
-    request: web.Request, *, allowed: Collection[str], tolerated: Collection[str] = ()
-) -> Body:
-    """The JSON object body, size-capped, with unknown fields refused."""
-    return Body.parse(await read_raw_body(request), allowed=allowed, tolerated=tolerated)
+async def read_body(request: web.Request, schema: BodySchema) -> Body:
+    """The JSON object body, size-capped and checked against the route's declared ``schema``.
+
+    Example::
+
+        body = await read_body(request, RESIZE)   # RESIZE: the BodySchema the operation shows
+    """
+    return schema.parse(await read_raw_body(request))
 
 
 async def read_bytes(request: web.Request, limit: int) -> bytes:

@@ -9,15 +9,37 @@ from __future__ import annotations
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.api_schema import (
+    ABSOLUTE_PATH,
+    BODY_ERRORS,
+    CONTROL,
+    array,
+    boolean,
+    const,
+    control_operation,
+    enum,
+    flag,
+    integer,
+    json_content,
+    links,
+    nullable,
+    number,
+    obj,
+    ok_response,
+    operation,
+    query,
+    ref,
+    string,
+)
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
 from fake_server.gates import Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
-from fake_server.lifecycle import Durations, check_duration_ms
-from fake_server.routes.common import Routes, fake_of, ok, read_body, read_raw_body
+from fake_server.lifecycle import MAX_DURATION_MS, Durations, check_duration_ms
+from fake_server.routes.common import Route, Routes, fake_of, ok, read_body, read_raw_body
 from fake_server.tenants import Tenant
-from fake_server.validation import parse_json, path_problem, query_int
+from fake_server.validation import BodySchema, parse_json, path_problem, query_int
 
 
 async def info(request: web.Request) -> web.Response:
@@ -53,8 +75,11 @@ async def journal(request: web.Request) -> web.Response:
     )
 
 
+NEW_TENANT = BodySchema(obj({}, {"api_key": nullable(string())}))
+
+
 async def create_tenant(request: web.Request) -> web.Response:
-    body = await read_body(request, allowed={"api_key"})
+    body = await read_body(request, NEW_TENANT)
     requested = body.string("api_key")
     if requested is not None and not requested.strip():
         raise ApiError.invalid("api_key", "must not be blank")
@@ -63,16 +88,16 @@ async def create_tenant(request: web.Request) -> web.Response:
     return ok({"api_key": key, "tenant": fake.tenant(key).id})
 
 
+ADVANCE = BodySchema(obj({"seconds": number(minimum=0)}), required=True)
+
+
 async def advance_clock(request: web.Request) -> web.Response:
-    body = await read_body(request, allowed={"seconds"})
-    seconds = body.data.get("seconds")
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-        raise ApiError.invalid("seconds", "must be a non-negative number")
+    seconds = (await read_body(request, ADVANCE)).number("seconds") or 0.0
     clock = fake_of(request).clock
     if not isinstance(clock, ManualClock):
         raise ApiError(409, "the clock is real time; start the fake with a manual clock")
     try:
-        fired = clock.advance(float(seconds))
+        fired = clock.advance(seconds)
     except ValueError as exc:
         raise ApiError.invalid("seconds", str(exc)) from None
     return ok({"now": clock.now(), "fired": fired})
@@ -121,15 +146,33 @@ async def get_gate(request: web.Request) -> web.Response:
     return ok(_gate(request).as_json())
 
 
+RELEASE = BodySchema(obj({}, {"count": nullable(integer(minimum=0)), "open": nullable(boolean())}))
+
+
 async def release_gate(request: web.Request) -> web.Response:
-    body = await read_body(request, allowed={"count", "open"})
+    body = await read_body(request, RELEASE)
     gate = _gate(request)
-    released = gate.open() if body.boolean("open") else gate.release(body.integer("count", low=0))
+    released = gate.open() if body.boolean("open") else gate.release(body.integer("count"))
     return ok({**gate.as_json(), "released": released})
 
 
+STATE_FAULT = BodySchema(
+    obj(
+        {},
+        {
+            "status": nullable(ref("SandboxStatus")),
+            "stuck": nullable(boolean()),
+            "fail_to": nullable(enum(["error", "failed"])),
+        },
+        description="At least one field.",
+    )
+    | {"minProperties": 1},
+    required=True,
+)
+
+
 async def sandbox_state(request: web.Request) -> web.Response:
-    body = await read_body(request, allowed={"status", "stuck", "fail_to"})
+    body = await read_body(request, STATE_FAULT)
     fake = fake_of(request)
     sandbox = fake.find_sandbox(request.match_info["id"])
     try:
@@ -144,9 +187,11 @@ async def sandbox_state(request: web.Request) -> web.Response:
     return ok(sandbox.view())
 
 
+DROP_TENANT = BodySchema(obj({"api_key": string(minLength=1)}), required=True)
+
+
 async def drop_tenant(request: web.Request) -> web.Response:
-    body = await read_body(request, allowed={"api_key"})
-    api_key = body.string("api_key", required=True) or ""
+    api_key = (await read_body(request, DROP_TENANT)).string("api_key") or ""
     if not api_key.strip():
         raise ApiError.invalid("api_key", "must not be blank")
     try:
@@ -187,17 +232,19 @@ async def get_durations(request: web.Request) -> web.Response:
     return ok(_durations_json(tenant, fake_of(request).durations_of(tenant)))
 
 
+_DURATION = nullable(number(minimum=0, maximum=MAX_DURATION_MS))
+DURATIONS = BodySchema(
+    obj({}, {"transition_ms": _DURATION, "create_ms": _DURATION}),
+    # The marker's and the CLI's words for a bad duration.
+    checks={"transition_ms": check_duration_ms, "create_ms": check_duration_ms},
+)
+
+
 async def set_durations(request: web.Request) -> web.Response:
     """The caller's tenant's own durations; an absent or null field keeps the fake's."""
     tenant = _own_tenant(request)
-    body = await read_body(request, allowed={"transition_ms", "create_ms"})
-    given: dict[str, float | None] = {}
-    for name in ("transition_ms", "create_ms"):
-        value = body.data.get(name)
-        try:
-            given[name] = None if value is None else check_duration_ms(value)
-        except ValueError as exc:
-            raise ApiError.invalid(name, str(exc)) from None
+    body = await read_body(request, DURATIONS)
+    given = {name: body.number(name) for name in ("transition_ms", "create_ms")}
     api_key = request.headers["X-Api-Key"]
     durations = fake_of(request).set_durations(api_key, **given)
     return ok(_durations_json(tenant, durations))
@@ -211,31 +258,36 @@ async def get_credit(request: web.Request) -> web.Response:
     return ok(_credit_json(_own_tenant(request)))
 
 
+CREDIT = BodySchema(obj({"has_credit": boolean()}), required=True)
+
+
 async def set_credit(request: web.Request) -> web.Response:
     """Whether the caller's tenant has credit (its cost-incurring calls answer 402 without)."""
     tenant = _own_tenant(request)
-    body = await read_body(request, allowed={"has_credit"})
-    has_credit = body.boolean("has_credit")
-    if has_credit is None:
-        raise ApiError.invalid("has_credit", "is required")
+    has_credit = bool((await read_body(request, CREDIT)).boolean("has_credit"))
     fake_of(request).set_credit(request.headers["X-Api-Key"], has_credit=has_credit)
     return ok(_credit_json(tenant))
 
 
+SEED = BodySchema(obj({"seed": integer(minimum=0)}), required=True)
+
+
 async def reseed(request: web.Request) -> web.Response:
-    body = await read_body(request, allowed={"seed"})
-    seed = body.integer("seed", low=0)
-    if seed is None:
-        raise ApiError.invalid("seed", "is required")
+    seed = (await read_body(request, SEED)).integer("seed") or 0
     fake_of(request).reseed(seed)
     return ok({"seed": seed})
 
 
+MARKER = BodySchema(
+    obj({"mode": enum(MARKER_MODES)}, {"path": nullable(ABSOLUTE_PATH)}), required=True
+)
+
+
 async def sandbox_marker(request: web.Request) -> web.Response:
-    body = await read_body(request, allowed={"mode", "path"})
+    body = await read_body(request, MARKER)
     fake = fake_of(request)
     sandbox = fake.find_sandbox(request.match_info["id"])
-    mode = body.string("mode", required=True) or ""
+    mode = body.string("mode") or ""
     path = body.string("path") or DEFAULT_MARKER_PATH
     if not path.startswith("/"):
         raise ApiError.invalid("path", errors.PATH_NOT_ABSOLUTE)
@@ -251,25 +303,339 @@ async def sandbox_marker(request: web.Request) -> web.Response:
     return ok({"id": sandbox.id, "mode": mode, "path": path})
 
 
+_DURATIONS_ANSWER = ok_response(
+    "The tenant's durations in force and whether they are its own.",
+    obj(
+        {
+            "tenant": string(),
+            "own": boolean(),
+            "transition_ms": number(minimum=0),
+            "create_ms": number(minimum=0),
+        }
+    ),
+)
+
+_CREDIT_ANSWER = ok_response(
+    "The tenant's credit setting.", obj({"tenant": string(), "has_credit": boolean()})
+)
+
 ROUTES: Routes = (
-    ("GET", "/_fake/info", info),
-    ("POST", "/_fake/reset", reset),
-    ("GET", "/_fake/state", state),
-    ("GET", "/_fake/journal", journal),
-    ("POST", "/_fake/tenants", create_tenant),
-    ("DELETE", "/_fake/tenants", drop_tenant),
-    ("POST", "/_fake/seed", reseed),
-    ("GET", "/_fake/tenant/durations", get_durations),
-    ("PUT", "/_fake/tenant/durations", set_durations),
-    ("GET", "/_fake/tenant/credit", get_credit),
-    ("PUT", "/_fake/tenant/credit", set_credit),
-    ("POST", "/_fake/clock/advance", advance_clock),
-    ("GET", "/_fake/faults", list_faults),
-    ("POST", "/_fake/faults", add_faults),
-    ("DELETE", "/_fake/faults", clear_faults),
-    ("DELETE", "/_fake/faults/{rule}", delete_fault),
-    ("GET", "/_fake/gates/{name}", get_gate),
-    ("POST", "/_fake/gates/{name}/release", release_gate),
-    ("POST", "/_fake/sandboxes/{id}/state", sandbox_state),
-    ("POST", "/_fake/sandboxes/{id}/marker", sandbox_marker),
+    Route(
+        "GET",
+        "/_fake/info",
+        info,
+        control_operation(
+            "fakeInfo",
+            "Which server answers, and its clock and durations",
+            ok_response(
+                "Always `server: fake-createos`; the seed, whether the clock is manual, the"
+                " fake's own transition and create durations.",
+                obj(
+                    {
+                        "server": const("fake-createos"),
+                        "seed": integer(),
+                        "clock": obj({"manual": boolean()}),
+                        "transition_ms": number(minimum=0),
+                        "create_ms": number(minimum=0),
+                    }
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/reset",
+        reset,
+        control_operation(
+            "fakeReset",
+            "Forget every tenant, rule and journal entry",
+            ok_response("Reset.", flag("reset")),
+        ),
+    ),
+    Route(
+        "GET",
+        "/_fake/state",
+        state,
+        control_operation(
+            "fakeState",
+            "Snapshot of tenants, sandboxes, rules, gates",
+            ok_response(
+                "The snapshot.",
+                obj(
+                    {
+                        "seed": integer(),
+                        "clock": obj({"manual": boolean(), "now": number(), "wall": string()}),
+                        "tenants": array(
+                            obj({"id": string(), "sandboxes": array(ref("SandboxState"))})
+                        ),
+                        "rules": array(ref("FaultRule")),
+                        "gates": array(ref("Gate")),
+                        "journal": obj(
+                            {
+                                "size": integer(minimum=0),
+                                "capacity": integer(minimum=0),
+                                "dropped": integer(minimum=0),
+                            }
+                        ),
+                    }
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "GET",
+        "/_fake/journal",
+        journal,
+        control_operation(
+            "fakeJournal",
+            "Journal entries",
+            ok_response(
+                "A page of entries in order, the `since` of the next page, whether there"
+                " is one, and how many the ring dropped.",
+                obj(
+                    {
+                        "entries": array(ref("JournalEntry")),
+                        "next": integer(minimum=0),
+                        "more": boolean(),
+                        "dropped": integer(minimum=0),
+                    }
+                ),
+            ),
+            parameters=[
+                query("since", integer(minimum=0), "Only entries after this seq."),
+                query(
+                    "limit",
+                    integer(minimum=1),
+                    f"Entries per page (default {JOURNAL_PAGE}, at most {JOURNAL_PAGE_MAX}).",
+                ),
+                query("tenant", string(), "Only this tenant's entries."),
+            ],
+            errors=(400,),
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/tenants",
+        create_tenant,
+        control_operation(
+            "fakeCreateTenant",
+            "Register a key (or mint one) as a fresh tenant",
+            ok_response("The key and tenant id.", obj({"api_key": string(), "tenant": string()})),
+            errors=BODY_ERRORS,
+            body=NEW_TENANT,
+        ),
+    ),
+    Route(
+        "DELETE",
+        "/_fake/tenants",
+        drop_tenant,
+        control_operation(
+            "fakeDropTenant",
+            "Forget a tenant and stop its sandboxes",
+            ok_response("Dropped.", flag("dropped")),
+            description="Any key is a tenant unless the fake is strict; a strict fake "
+            "answers 404 for a key it does not know.",
+            errors=(*BODY_ERRORS, 404),
+            body=DROP_TENANT,
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/seed",
+        reseed,
+        control_operation(
+            "fakeReseed",
+            "Restart ids and fault draws from a seed",
+            ok_response("The seed.", obj({"seed": integer(minimum=0)})),
+            errors=BODY_ERRORS,
+            body=SEED,
+        ),
+    ),
+    # The caller's own tenant's durations: named by its key, so unlike the rest of the control
+    # API these operations need ``X-Api-Key`` (401 without one, 404 for a key never registered).
+    Route(
+        "GET",
+        "/_fake/tenant/durations",
+        get_durations,
+        operation(
+            "fakeTenantDurations",
+            "The caller's tenant's transition and create durations",
+            tag=CONTROL,
+            ok=_DURATIONS_ANSWER,
+            errors=(403, 404),
+        ),
+    ),
+    Route(
+        "PUT",
+        "/_fake/tenant/durations",
+        set_durations,
+        operation(
+            "fakeSetTenantDurations",
+            "Give the caller's tenant its own transition and create durations",
+            tag=CONTROL,
+            ok=_DURATIONS_ANSWER,
+            description="Replaces the tenant's durations; an absent or null field keeps the "
+            "fake's. Transitions started from then on take them; they go with the tenant.",
+            errors=(*BODY_ERRORS, 403, 404),
+            body=DURATIONS,
+        ),
+    ),
+    # The caller's own tenant's credit, named by its key as the durations are.
+    Route(
+        "GET",
+        "/_fake/tenant/credit",
+        get_credit,
+        operation(
+            "fakeTenantCredit",
+            "Whether the caller's tenant has credit",
+            tag=CONTROL,
+            ok=_CREDIT_ANSWER,
+            errors=(403, 404),
+        ),
+    ),
+    Route(
+        "PUT",
+        "/_fake/tenant/credit",
+        set_credit,
+        operation(
+            "fakeSetTenantCredit",
+            "Give or take the caller's tenant's credit",
+            tag=CONTROL,
+            ok=_CREDIT_ANSWER,
+            description="Without credit, cost-incurring calls (bandwidth recharge, network "
+            "and disk create) answer 402. A tenant starts with credit; it goes with the tenant.",
+            errors=(*BODY_ERRORS, 403, 404),
+            body=CREDIT,
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/clock/advance",
+        advance_clock,
+        control_operation(
+            "fakeAdvanceClock",
+            "Move a manual clock forward",
+            ok_response(
+                "The clock's time and how many timers fired.",
+                obj({"now": number(), "fired": integer(minimum=0)}),
+            ),
+            description="409 when the fake runs on the real clock.",
+            errors=(*BODY_ERRORS, 409),
+            body=ADVANCE,
+        ),
+    ),
+    Route(
+        "GET",
+        "/_fake/faults",
+        list_faults,
+        control_operation(
+            "fakeListFaults",
+            "Fault rules and gates",
+            ok_response(
+                "Rules and gates.",
+                obj({"rules": array(ref("FaultRule")), "gates": array(ref("Gate"))}),
+            ),
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/faults",
+        add_faults,
+        control_operation(
+            "fakeAddFaults",
+            'Add one rule, a list of rules or `{"rules": [...]}` (all or none)',
+            ok_response(
+                "The new rules' ids.",
+                obj({"ids": array(string())}),
+                links=links({"fakeDeleteFault": {"rule": "$response.body#/data/ids/0"}}),
+            ),
+            errors=BODY_ERRORS,
+            # Read by fake_server.faults.rules_in, which names the rule and field at fault.
+            body={
+                "required": True,
+                "content": json_content(
+                    {
+                        "anyOf": [
+                            ref("FaultRuleIn"),
+                            array(ref("FaultRuleIn"), minItems=1),
+                            obj({"rules": array(ref("FaultRuleIn"), minItems=1)}),
+                        ]
+                    }
+                ),
+            },
+        ),
+    ),
+    Route(
+        "DELETE",
+        "/_fake/faults",
+        clear_faults,
+        control_operation(
+            "fakeClearFaults",
+            "Remove every rule (opening their gates)",
+            ok_response("Cleared.", flag("cleared")),
+        ),
+    ),
+    Route(
+        "DELETE",
+        "/_fake/faults/{rule}",
+        delete_fault,
+        control_operation(
+            "fakeDeleteFault",
+            "Remove one rule",
+            ok_response("Removed.", flag("deleted")),
+            errors=(404,),
+        ),
+    ),
+    Route(
+        "GET",
+        "/_fake/gates/{name}",
+        get_gate,
+        control_operation(
+            "fakeGetGate",
+            "A gate's counters",
+            ok_response("The gate.", ref("Gate")),
+            errors=(404,),
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/gates/{name}/release",
+        release_gate,
+        control_operation(
+            "fakeReleaseGate",
+            "Let held requests through (or open the gate)",
+            ok_response(
+                "The gate and how many were released.",
+                {"allOf": [ref("Gate"), obj({"released": integer(minimum=0)}, closed=False)]},
+            ),
+            errors=(*BODY_ERRORS, 404),
+            body=RELEASE,
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/sandboxes/{id}/state",
+        sandbox_state,
+        control_operation(
+            "fakeSandboxState",
+            "State faults: force a status, stick or fail the transition",
+            ok_response("The sandbox.", ref("Sandbox")),
+            errors=(*BODY_ERRORS, 404),
+            body=STATE_FAULT,
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/sandboxes/{id}/marker",
+        sandbox_marker,
+        control_operation(
+            "fakeSandboxMarker",
+            "Wipe, replace or garble the lease marker file",
+            ok_response(
+                "What was done.", obj({"id": string(), "mode": string(), "path": string()})
+            ),
+            errors=(*BODY_ERRORS, 404),
+            body=MARKER,
+        ),
+    ),
 )

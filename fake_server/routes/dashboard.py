@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.routes.common import Routes, fake_of
+from fake_server.api_schema import control_operation, ok_response, string
+from fake_server.routes.common import Route, Routes, fake_of
 
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
@@ -110,5 +111,17 @@ async def dashboard(request: web.Request) -> web.Response:
 
 ROUTES: Routes = (
     # Only the slash form: ``/_fake`` stays a plain 404 in the envelope, never a redirect.
-    ("GET", DASHBOARD_PATH, dashboard),
+    Route(
+        "GET",
+        DASHBOARD_PATH,
+        dashboard,
+        control_operation(
+            "fakeDashboard",
+            "The dashboard page",
+            ok_response(
+                "One self-contained HTML page over the control API.",
+                content={"text/html": {"schema": string()}},
+            ),
+        ),
+    ),
 )

@@ -5,9 +5,23 @@ from __future__ import annotations
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.api_schema import (
+    CATALOG,
+    HEALTH,
+    array,
+    boolean,
+    const,
+    integer,
+    obj,
+    ok_response,
+    operation,
+    page,
+    ref,
+    string,
+)
 from fake_server.catalog import SHAPES, rootfs_catalog
 from fake_server.errors import ApiError
-from fake_server.routes.common import Routes, ok, paginated, tenant_of
+from fake_server.routes.common import Route, Routes, ok, paginated, tenant_of
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -39,10 +53,116 @@ async def hosts(request: web.Request) -> web.Response:
 
 
 ROUTES: Routes = (
-    ("GET", "/healthz", healthz),
-    ("GET", "/readyz", readyz),
-    ("GET", "/v1/whoami", whoami),
-    ("GET", "/v1/shapes", shapes),
-    ("GET", "/v1/rootfs", rootfs),
-    ("GET", "/v1/hosts", hosts),
+    Route(
+        "GET",
+        "/healthz",
+        healthz,
+        operation(
+            "healthz",
+            "Liveness",
+            tag=HEALTH,
+            public=True,
+            ok=ok_response("Up.", obj({"up": const(True)})),
+        ),
+    ),
+    Route(
+        "GET",
+        "/readyz",
+        readyz,
+        operation(
+            "readyz",
+            "Readiness",
+            tag=HEALTH,
+            public=True,
+            description="The fake is always ready (the real service answers 503 when not).",
+            ok=ok_response(
+                "Ready.",
+                obj(
+                    {"ready": boolean(), "scheduler_last_ok_ms_ago": integer(minimum=0)},
+                    {"reason": string()},
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "GET",
+        "/v1/whoami",
+        whoami,
+        operation(
+            "whoami",
+            "The caller's tenant and sandbox counts",
+            tag=CATALOG,
+            ok=ok_response(
+                "The tenant.",
+                obj(
+                    {
+                        "user_id": string(),
+                        "stats": obj(
+                            {
+                                key: integer(minimum=0)
+                                for key in ("running", "paused", "other", "total")
+                            }
+                        ),
+                    }
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "GET",
+        "/v1/shapes",
+        shapes,
+        operation(
+            "listShapes",
+            "Sizing presets",
+            tag=CATALOG,
+            public=True,
+            ok=ok_response("Every shape, one page.", page(ref("Shape"))),
+            description=f"Shapes: {', '.join(SHAPES)}.",
+        ),
+    ),
+    Route(
+        "GET",
+        "/v1/rootfs",
+        rootfs,
+        operation(
+            "listRootfs",
+            "Root filesystems",
+            tag=CATALOG,
+            public=True,
+            ok=ok_response(
+                "Not paginated.",
+                obj(
+                    {
+                        "rootfs": array(string()),
+                        "default": string(minLength=1),
+                        "entries": array(
+                            obj(
+                                {"name": string()},
+                                {
+                                    "description": string(),
+                                    "deprecated": boolean(),
+                                    "successor": string(),
+                                },
+                            )
+                        ),
+                    }
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "GET",
+        "/v1/hosts",
+        hosts,
+        operation(
+            "listHosts",
+            "Hosts (administrators only)",
+            tag=CATALOG,
+            description="Tenants of the fake are never administrators: always 403 (the "
+            "real service answers a page of hosts to administrators).",
+            ok=None,
+            errors=(403,),
+        ),
+    ),
 )

@@ -7,8 +7,9 @@ import json
 
 from aiohttp import web
 
+from fake_server.api_schema import HEALTH, json_content, obj, ok_response, operation, string
 from fake_server.openapi import document
-from fake_server.routes.common import Routes
+from fake_server.routes.common import Route, Routes
 
 
 @functools.lru_cache(maxsize=1)
@@ -22,4 +23,25 @@ async def openapi_json(request: web.Request) -> web.Response:
     return web.Response(body=_encoded(), content_type="application/json")
 
 
-ROUTES: Routes = (("GET", "/openapi.json", openapi_json),)
+ROUTES: Routes = (
+    Route(
+        "GET",
+        "/openapi.json",
+        openapi_json,
+        operation(
+            "getOpenApi",
+            "This document",
+            tag=HEALTH,
+            public=True,
+            ok=ok_response(
+                "The OpenAPI document (not enveloped).",
+                content=json_content(
+                    obj(
+                        {"openapi": string(), "info": {"type": "object"}, "paths": {}},
+                        closed=False,
+                    )
+                ),
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,113 @@
+"""NDJSON answers (exec streams, process ``connect``): written in slices that never hold the
+loop long, and bent as a stream fault rule asks.
+
+Example::
+
+    return await stream_ndjson(request, frames)   # frames: an async iterator of dicts
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from aiohttp import web
+
+from fake_server import errors
+from fake_server.api_schema import NDJSON
+from fake_server.routes.common import scope, unless_client_leaves
+from fake_server.streams import LoopBudget
+
+__all__ = ["MALFORMED_LINE", "WRITE_SLICE", "stream_ndjson"]
+
+
+#: What a ``malformed_frame`` stream fault writes instead of a frame.
+MALFORMED_LINE = b'{"type":"data","seq":\n'
+
+
+async def stream_ndjson(
+    request: web.Request, frames: AsyncIterator[dict[str, Any]]
+) -> web.StreamResponse:
+    """Write ``frames`` as NDJSON lines, applying a stream fault if a rule asked for one; a
+    client that goes away just ends the stream."""
+    fault = scope().directives.get("stream")
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": NDJSON,
+            "Cache-Control": "no-store",
+            "X-Request-ID": scope().request_id,
+        }
+    )
+    await response.prepare(request)
+    lines = _faulted(frames, fault) if fault else _lines(frames)
+    # A stream waiting for output (heartbeats run on the fake's clock, and a manual clock may
+    # never move) still ends when its client leaves.
+    with contextlib.suppress(ConnectionError):
+        await unless_client_leaves(request, _write(request, response, lines))
+    return response
+
+
+#: Bytes a stream writes before other requests get a turn of the loop: about a millisecond of
+#: encoding and writing, so a large stream never holds the loop long (see LoopBudget).
+WRITE_SLICE = 64 << 10
+
+
+async def _write(
+    request: web.Request, response: web.StreamResponse, lines: AsyncIterator[bytes | None]
+) -> None:
+    budget = LoopBudget(WRITE_SLICE)
+    async for line in lines:
+        if line is None:  # a disconnect fault: the connection dies mid-stream
+            if request.transport is not None:
+                request.transport.abort()
+            return
+        await response.write(line)
+        await budget.spend(len(line))
+    await response.write_eof()
+
+
+def _encode(frame: dict[str, Any]) -> bytes:
+    return json.dumps(frame, separators=(",", ":")).encode() + b"\n"
+
+
+async def _lines(frames: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes | None]:
+    async for frame in frames:
+        yield _encode(frame)
+
+
+def _is_exit(frame: dict[str, Any]) -> bool:
+    return frame.get("type") == "exit" or (len(frame) == 1 and "exit_code" in frame)
+
+
+def _is_data(frame: dict[str, Any]) -> bool:
+    return frame.get("type") == "data" or "stdout" in frame or "stderr" in frame
+
+
+async def _faulted(
+    frames: AsyncIterator[dict[str, Any]], fault: Mapping[str, Any]
+) -> AsyncIterator[bytes | None]:
+    """The stream as a fault rule bends it (see ``STREAM_KINDS`` in :mod:`fake_server.faults`);
+    ``None`` means "cut the connection here"."""
+    kind = fault["kind"]
+    after = int(fault.get("after_frames", 1))
+    if kind == "evict":
+        yield _encode({"type": "error", "error": errors.OUTPUT_EVICTED, "oldest_available_seq": 1})
+        return
+    sent = 0
+    skipped = False
+    async for frame in frames:
+        if kind == "no_exit" and _is_exit(frame):
+            return
+        if kind == "missing_exit_status" and _is_exit(frame):
+            yield _encode({"type": "exit"} if "type" in frame else {"exit_code": None})
+            return
+        if kind in ("disconnect", "malformed_frame") and sent >= after:
+            yield MALFORMED_LINE if kind == "malformed_frame" else None
+            return
+        if kind == "gap" and not skipped and sent >= after and _is_data(frame):
+            skipped = True
+            continue
+        yield _encode(frame)
+        sent += 1
