@@ -23,6 +23,7 @@ from fake_server.api_schema import (
     operation,
     page,
     query,
+    ref,
     string,
     timestamp,
 )
@@ -77,7 +78,11 @@ def _network_view(*, members: bool) -> Schema:
     optional: dict[str, Schema] = {}
     if members:
         member = obj(
-            {"sandbox_id": string(pattern=ID_PATTERN), "status": string(), "name": string()},
+            {
+                "sandbox_id": string(pattern=ID_PATTERN),
+                "status": ref("SandboxStatus"),
+                "name": string(),
+            },
             {"ip": string()},
         )
         optional["members"] = array(member)
