@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fake_server import FakeCreateOS, ServerConfig
+from fake_server.lifecycle import Status
 from tests.conftest import Client, ClientFactory, create_sandbox
 from tests.test_api_runtime import run
 from tests.test_api_sandboxes import expect_error
@@ -273,3 +274,23 @@ async def test_reset_forgets_disks(fake: FakeCreateOS, client: Client) -> None:
     fake.reset()
     fake.create_tenant("skp_test_owner")
     assert (await _data(await client.get("/v1/disks")))["data"] == []
+
+
+async def test_a_fork_carries_no_disk_and_a_forced_end_unmounts(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    await create_disk(client)
+    await client.post("/v1/networks", json={"name": "backend"})
+    sandbox = (await create_sandbox(client, networks=[{"id": "backend"}]))["id"]
+    await attach(client, sandbox, "data", "/mnt/data")
+    await run(client, sandbox, "bash", "-c", "echo on-disk > /mnt/data/f")
+    await client.post(f"/v1/sandboxes/{sandbox}/pause")
+    child = await _data(await client.post(f"/v1/sandboxes/{sandbox}/fork", json={}))
+    assert (await _data(await client.get(f"/v1/sandboxes/{child['id']}/disks")))["data"] == []
+    # The fork's mount point is an ordinary empty directory: the files stayed on the disk.
+    listing = await run(client, child["id"], "ls", "-A", "/mnt/data")
+    assert listing["result"]["stdout"] == ""
+    # Destroyed behind the client's back (a state fault): it unmounts and leaves its network.
+    fake.state_faults.set_status(fake.find_sandbox(sandbox), Status.DESTROYED)
+    assert (await _data(await client.get("/v1/networks/backend")))["members"] == []
+    assert await _data(await client.delete("/v1/disks/data")) == {"deleted": True}
