@@ -96,7 +96,7 @@ def _parse_config(raw: object) -> dict[str, Any]:
     for name in _CONFIG_STRINGS:
         value = raw.get(name)
         if value is None or (value == "" and name not in _CONFIG_REQUIRED):
-            continue  # an optional field sent empty, as the SDK sends an unset region
+            continue  # an optional field sent empty: unset
         if not isinstance(value, str) or not value.strip() or "\x00" in value:
             raise ApiError.invalid(f"config.{name}", "must be a non-empty string")
         config[name] = value
