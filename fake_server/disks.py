@@ -428,6 +428,21 @@ class Disks(Registry[Disk]):
         """
         return list(self._attached.get(sandbox.id, ()))
 
+    def state(self) -> list[dict[str, Any]]:
+        """Each disk's view with where it is mounted now (for the control API's snapshot).
+
+        Example::
+
+            disks.state()   # [{'id': 'disk_...', ..., 'mounts': [{'sandbox_id': ..., ...}]}]
+        """
+        mounts: dict[str, list[dict[str, str]]] = {}
+        for attachments in self._attached.values():
+            for a in attachments:
+                mounts.setdefault(a.disk.id, []).append(
+                    {"sandbox_id": a.sandbox.id, "mount_path": a.mount_path}
+                )
+        return [{**disk.view(), "mounts": mounts.get(disk.id, [])} for disk in self]
+
     def mounts(self, sandbox: Sandbox) -> list[Mount]:
         """What the sandbox's commands and files API see mounted: (path, the bucket's tree).
 

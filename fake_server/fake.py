@@ -291,8 +291,9 @@ class FakeCreateOS:
     # -- state ---------------------------------------------------------------------------------
 
     def state(self, tenant_id: str | None = None) -> dict[str, Any]:
-        """A JSON snapshot of tenants (one, if ``tenant_id`` is given), sandboxes and processes
-        (for the control API and the dashboard)."""
+        """A JSON snapshot of tenants (one, if ``tenant_id`` is given) with their sandboxes and
+        processes, networks, disks (never their credentials) and credit (for the control API
+        and the dashboard)."""
         return {
             "seed": self.seed,
             "clock": {
@@ -304,6 +305,9 @@ class FakeCreateOS:
                 {
                     "id": tenant.id,
                     "sandboxes": [_sandbox_state(sandbox) for sandbox in tenant.sandboxes.values()],
+                    "networks": [network.view(members=True) for network in tenant.networks],
+                    "disks": tenant.disks.state(),
+                    "has_credit": tenant.has_credit,
                 }
                 for tenant in self.tenants
                 if tenant_id is None or tenant.id == tenant_id

@@ -294,3 +294,22 @@ async def test_a_fork_carries_no_disk_and_a_forced_end_unmounts(
     fake.state_faults.set_status(fake.find_sandbox(sandbox), Status.DESTROYED)
     assert (await _data(await client.get("/v1/networks/backend")))["members"] == []
     assert await _data(await client.delete("/v1/disks/data")) == {"deleted": True}
+
+
+async def test_the_control_state_shows_networks_disks_and_credit(
+    fake: FakeCreateOS, api_key: str, client: Client
+) -> None:
+    disk = await create_disk(client)
+    await client.post("/v1/networks", json={"name": "backend"})
+    sandbox = (await create_sandbox(client, networks=[{"id": "backend"}]))["id"]
+    await attach(client, sandbox, "data", "/mnt/data")
+    fake.set_credit(api_key, has_credit=False)
+    tenant_id = fake.tenant(api_key).id
+    [tenant] = (await _data(await client.get("/_fake/state", params={"tenant": tenant_id})))[
+        "tenants"
+    ]
+    assert tenant["has_credit"] is False
+    assert [m["sandbox_id"] for m in tenant["networks"][0]["members"]] == [sandbox]
+    assert tenant["disks"] == [
+        {**disk, "mounts": [{"sandbox_id": sandbox, "mount_path": "/mnt/data"}]}
+    ]

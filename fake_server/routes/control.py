@@ -38,6 +38,7 @@ from fake_server.gates import Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.lifecycle import MAX_DURATION_MS, Durations, check_duration_ms
 from fake_server.routes.common import Route, Routes, fake_of, ok, read_body, read_raw_body
+from fake_server.routes.resources import DISK_STATE, NETWORK_VIEW
 from fake_server.tenants import Tenant
 from fake_server.validation import BodySchema, parse_json, path_problem, query_int
 
@@ -366,7 +367,15 @@ ROUTES: Routes = (
                         "seed": integer(),
                         "clock": obj({"manual": boolean(), "now": number(), "wall": string()}),
                         "tenants": array(
-                            obj({"id": string(), "sandboxes": array(ref("SandboxState"))})
+                            obj(
+                                {
+                                    "id": string(),
+                                    "sandboxes": array(ref("SandboxState")),
+                                    "networks": array(NETWORK_VIEW),
+                                    "disks": array(DISK_STATE),
+                                    "has_credit": boolean(),
+                                }
+                            )
                         ),
                         "rules": array(ref("FaultRule")),
                         "gates": array(ref("Gate")),

@@ -44,7 +44,15 @@ from fake_server.routes.common import (
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.validation import BodySchema
 
-__all__ = ["DISK", "MOUNT", "NETWORK", "NETWORK_REF", "ROUTES"]
+__all__ = [
+    "DISK",
+    "DISK_STATE",
+    "MOUNT",
+    "NETWORK",
+    "NETWORK_REF",
+    "NETWORK_VIEW",
+    "ROUTES",
+]
 
 #: The path templates of one network and one disk, each named by id or name.
 NETWORK = "/v1/networks/{network}"
@@ -75,6 +83,7 @@ _OK = flag("ok")
 
 
 def _network_view(*, members: bool) -> Schema:
+    """A network's view: its members listed only where the network itself is read."""
     optional: dict[str, Schema] = {}
     if members:
         member = obj(
@@ -95,6 +104,10 @@ def _network_view(*, members: bool) -> Schema:
         },
         optional,
     )
+
+
+#: A network with its members (create, get, and the control API's snapshot).
+NETWORK_VIEW = _network_view(members=True)
 
 
 # -- networks -------------------------------------------------------------------------------
@@ -162,6 +175,13 @@ _DISK_VIEW = obj(
         "kind": const(KIND_S3),
         "config": _CONFIG,
         "created_at": timestamp(),
+    }
+)
+#: A disk as the control API's snapshot shows it: where it is mounted now.
+DISK_STATE = obj(
+    {
+        **_DISK_VIEW["properties"],
+        "mounts": array(obj({"sandbox_id": string(pattern=ID_PATTERN), "mount_path": string()})),
     }
 )
 _SANDBOX_DISK_VIEW = obj(
@@ -280,7 +300,7 @@ ROUTES: Routes = (
             tag=NETWORKS,
             description="Names are unique per tenant (409). A cost-incurring call (402 "
             "without credit).",
-            ok=ok_response("The network.", _network_view(members=True), links="network"),
+            ok=ok_response("The network.", NETWORK_VIEW, links="network"),
             errors=(*BODY_ERRORS, 402, 409),
             body=CREATE_NETWORK,
         ),
@@ -293,7 +313,7 @@ ROUTES: Routes = (
             "getNetwork",
             "A network and its members",
             tag=NETWORKS,
-            ok=ok_response("The network.", _network_view(members=True)),
+            ok=ok_response("The network.", NETWORK_VIEW),
             errors=(404,),
         ),
     ),
