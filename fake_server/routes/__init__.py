@@ -25,13 +25,24 @@ from fake_server.routes import (
     resources,
     runtime,
     sandboxes,
+    tenant_settings,
 )
 from fake_server.routes.common import SANDBOX, Handler, Routes
 
 __all__ = ["HOT", "declared", "hot_first", "route_table", "served"]
 
 #: The route modules, in the order their routes are declared.
-_MODULES = (meta, sandboxes, runtime, processes, resources, control, dashboard, openapi)
+_MODULES = (
+    meta,
+    sandboxes,
+    runtime,
+    processes,
+    resources,
+    control,
+    tenant_settings,
+    dashboard,
+    openapi,
+)
 
 #: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
 #: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)
