@@ -29,6 +29,7 @@ __all__ = [
     "BODY_ERRORS",
     "CATALOG",
     "CONTROL",
+    "DISKS",
     "EMPTY_BODY",
     "ENV_OVERRIDE",
     "ERRORS",
@@ -36,6 +37,7 @@ __all__ = [
     "ID_PATTERN",
     "JSON",
     "NDJSON",
+    "NETWORKS",
     "OCTET_STREAM",
     "PATH_PARAMETERS",
     "PROCESSES",
@@ -220,6 +222,10 @@ def flag(name: str) -> Schema:
 #: Every error status a route can answer by itself, with why. Shared response components.
 ERRORS: dict[int, tuple[str, str]] = {
     400: ("BadRequest", "The body, a field or a query parameter is invalid."),
+    402: (
+        "PaymentRequired",
+        "A cost-incurring call by a tenant without credit (`PUT /_fake/tenant/credit`).",
+    ),
     401: (
         "Unauthorized",
         "No credential (`X-Api-Key`, or `X-Auth-Token`, `X-Access-Token` or "
@@ -231,7 +237,10 @@ ERRORS: dict[int, tuple[str, str]] = {
         " request's `Host` is not loopback, its `Origin` is another site, or the control"
         " token is missing.",
     ),
-    404: ("NotFound", "No such sandbox (or not this tenant's), process, file, rule or gate."),
+    404: (
+        "NotFound",
+        "No such sandbox (or not this tenant's), process, file, network, disk, rule or gate.",
+    ),
     405: ("MethodNotAllowed", "The path exists but not with this method (`Allow` lists them)."),
     408: ("WaitTimeout", "The process did not exit before `timeout_ms`."),
     409: ("Conflict", "The operation is not allowed in the current state."),
@@ -246,9 +255,10 @@ def json_content(schema: Schema) -> dict[str, Any]:
     return {JSON: {"schema": schema}}
 
 
-#: What a response may link to, for stateful testing: every operation on the sandbox, process or
-#: template it carries (``fake_server.openapi`` resolves them from the declared routes).
-LinkTarget = Literal["sandbox", "process", "template"]
+#: What a response may link to, for stateful testing: every operation on the sandbox, process,
+#: template, network or disk it carries (``fake_server.openapi`` resolves them from the declared
+#: routes).
+LinkTarget = Literal["sandbox", "process", "template", "network", "disk"]
 
 
 def ok_response(
@@ -300,6 +310,8 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "id": SANDBOX_ID,
     "pid": PROCESS_ID,
     "ip": path_param("ip", "The sandbox's private IP."),
+    "network": path_param("network", "Network id or name."),
+    "disk": path_param("disk", "Disk id or name."),
     "rule": path_param("rule", "Rule id."),
     "name": path_param("name", "Gate name."),
     "template": path_param("template", "Template id (`tpl_...`) or name."),
@@ -328,8 +340,10 @@ SANDBOXES = "sandboxes"
 RUNTIME = "runtime"
 PROCESSES = "processes"
 TEMPLATES = "templates"
+NETWORKS = "networks"
+DISKS = "disks"
 CONTROL = "control"
-TAGS = (HEALTH, CATALOG, SANDBOXES, RUNTIME, PROCESSES, TEMPLATES, CONTROL)
+TAGS = (HEALTH, CATALOG, SANDBOXES, RUNTIME, PROCESSES, TEMPLATES, NETWORKS, DISKS, CONTROL)
 
 #: What every operation that reads a body may answer about it.
 BODY_ERRORS = (400, 413)

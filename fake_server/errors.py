@@ -66,6 +66,24 @@ CANNOT_FORK = "sandbox is {status}; only a paused sandbox can be forked"
 CANNOT_MODIFY = "sandbox is {status}; it can no longer be modified"
 RESIZE_NOT_LARGER = "disk_mib must be larger than the current disk size"
 
+# Networks, disks and bandwidth
+RESOURCE_NAME_INVALID = (
+    "must be 1-63 characters of lower-case letters, digits and '-', starting with a letter or digit"
+)
+NETWORK_NOT_FOUND = "network not found"
+NETWORK_NAME_TAKEN = "a network with this name already exists"
+NETWORK_HAS_MEMBERS = "network has members; detach its sandboxes first"
+NETWORK_NOT_MEMBER = "sandbox is not attached to this network"
+DISK_NOT_FOUND = "disk not found"
+DISK_NAME_TAKEN = "a disk with this name already exists"
+DISK_KIND = "must be s3"
+DISK_ATTACHED = "disk is attached to a sandbox; detach it first"
+DISK_NOT_RUNNING = "sandbox is {status}; disks attach only to a running sandbox"
+MOUNT_PATH_TAKEN = "mount path is taken by (or nests with) another disk of this sandbox"
+MOUNT_PATH_RESERVED = "must not be /, nor where the image keeps its programs or devices"
+SUB_PATH_UNSUPPORTED = "is not supported by the fake: mount the disk's root"
+NO_CREDIT = "insufficient credit"
+
 # Exec, files and processes
 CMD_REQUIRED = "cmd is required"
 PATH_REQUIRED = "path query parameter is required"

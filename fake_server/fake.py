@@ -23,9 +23,17 @@ from fake_server.clock import Clock, ManualClock, RealClock, isoformat
 from fake_server.config import ServerConfig
 from fake_server.errors import ApiError
 from fake_server.faults import FaultEngine
+from fake_server.filesystem import Mount
 from fake_server.identifiers import Identifiers
 from fake_server.journal import Entry, Journal
-from fake_server.lifecycle import Durations, Lifecycle, TransitionEvent, check_duration_ms
+from fake_server.lifecycle import (
+    TERMINAL,
+    Durations,
+    Lifecycle,
+    Status,
+    TransitionEvent,
+    check_duration_ms,
+)
 from fake_server.network import Responder
 from fake_server.processes import ManagedProcess
 from fake_server.routes import route_table
@@ -79,6 +87,7 @@ class FakeCreateOS:
             config,
             on_process_event=self._journal_process,
             on_activity=lambda sandbox: self.sandboxes.touch(sandbox),
+            mounts_of=self._mounts_of,
         )
         self.templates = TemplateService(
             self.clock, self.ids, self.runtime.shell, durations_of=self.durations_of
@@ -94,6 +103,7 @@ class FakeCreateOS:
         )
         #: What listens on sandbox ports for tunnels (fake_server.tunnels).
         self.tunnels = Tunnels()
+        self.lifecycle.on_enter(self._resources_follow)
         self.faults = FaultEngine(self.ids.seed, route_table())
         self.state_faults = StateFaults(self.lifecycle, self.faults.random)
         for key in config.api_keys:
@@ -200,6 +210,38 @@ class FakeCreateOS:
         tenant = self.tenants.by_id(tenant_id)
         return None if tenant is None else tenant.durations
 
+    def set_credit(self, api_key: str, *, has_credit: bool) -> bool:
+        """Say whether a tenant has credit: without it, its cost-incurring calls (bandwidth
+        recharge, network and disk create) answer 402. Returns the setting now in force;
+        ``ApiError(404)`` for a key no tenant has.
+
+        Example::
+
+            key = fake.create_tenant()
+            fake.set_credit(key, has_credit=False)   # its recharges now answer 402
+        """
+        tenant = self.tenants.get(api_key)
+        if tenant is None:
+            raise ApiError(404, errors.TENANT_NOT_FOUND)
+        tenant.has_credit = has_credit
+        return tenant.has_credit
+
+    # -- networks and disks -------------------------------------------------------------------
+
+    def _mounts_of(self, sandbox: Sandbox) -> list[Mount]:
+        """The disks mounted in a sandbox (its commands and files API see them)."""
+        tenant = self.tenants.by_id(sandbox.tenant)
+        return [] if tenant is None else tenant.disks.mounts(sandbox)
+
+    def _resources_follow(self, sandbox: Sandbox, status: Status) -> None:
+        """A sandbox that ended leaves its networks and unmounts its disks."""
+        if status not in TERMINAL:
+            return
+        tenant = self.tenants.by_id(sandbox.tenant)
+        if tenant is not None:
+            tenant.networks.leave_all(sandbox)
+            tenant.disks.leave_all(sandbox)
+
     def register_command(self, name: str, handler: CommandHandler) -> None:
         """Add a command to every sandbox's shell, e.g. a fake ``python3`` that streams output.
 
@@ -268,8 +310,9 @@ class FakeCreateOS:
     # -- state ---------------------------------------------------------------------------------
 
     def state(self, tenant_id: str | None = None) -> dict[str, Any]:
-        """A JSON snapshot of tenants (one, if ``tenant_id`` is given), sandboxes and processes
-        (for the control API and the dashboard)."""
+        """A JSON snapshot of tenants (one, if ``tenant_id`` is given) with their sandboxes and
+        processes, networks, disks (never their credentials) and credit (for the control API
+        and the dashboard)."""
         return {
             "seed": self.seed,
             "clock": {
@@ -281,6 +324,9 @@ class FakeCreateOS:
                 {
                     "id": tenant.id,
                     "sandboxes": [_sandbox_state(sandbox) for sandbox in tenant.sandboxes.values()],
+                    "networks": [network.view(members=True) for network in tenant.networks],
+                    "disks": tenant.disks.state(),
+                    "has_credit": tenant.has_credit,
                 }
                 for tenant in self.tenants
                 if tenant_id is None or tenant.id == tenant_id

@@ -19,7 +19,7 @@ import functools
 import posixpath
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import bashkit
@@ -29,9 +29,13 @@ __all__ = [
     "FDS_PER_LIVE_TREE",
     "LIVE_TREES",
     "OS_RELEASE",
+    "PROGRAM_DIRS",
+    "RESERVED_MOUNTS",
     "FileSystem",
     "FsError",
+    "Mount",
     "live_trees",
+    "locate",
     "programs",
 ]
 
@@ -51,6 +55,12 @@ DEFAULT_DIRS: tuple[str, ...] = (
 
 #: Device files the interpreter provides in every tree (not the sandbox's data).
 _DEVICE_DIRS = frozenset({"/dev"})
+#: Where every interpreter mounts the shared program directory (see :func:`programs`).
+PROGRAM_DIRS: tuple[str, ...] = ("/bin", "/usr/bin")
+#: Where nothing else may be mounted (a disk there would hide the programs or the devices).
+RESERVED_MOUNTS: tuple[str, ...] = (*PROGRAM_DIRS, *sorted(_DEVICE_DIRS))
+#: A tree mounted into a sandbox at a path (an attached disk's bucket).
+Mount = tuple[str, "FileSystem"]
 
 #: The image a sandbox says it runs (``/etc/os-release``); ``uname`` agrees with it.
 OS_RELEASE = b"""PRETTY_NAME="Ubuntu 24.04.1 LTS"
@@ -152,17 +162,32 @@ class FileSystem:
         (['x'], b'abc')
     """
 
-    __slots__ = ("__weakref__", "_cold", "_max_file_bytes", "_max_total_bytes", "_native", "_pins")
+    __slots__ = (
+        "__weakref__",
+        "_bare",
+        "_cold",
+        "_max_file_bytes",
+        "_max_total_bytes",
+        "_native",
+        "_pins",
+    )
 
     def __init__(
-        self, *, max_file_bytes: int | None = None, max_total_bytes: int | None = None
+        self,
+        *,
+        max_file_bytes: int | None = None,
+        max_total_bytes: int | None = None,
+        image: bool = True,
     ) -> None:
         self._max_file_bytes = max_file_bytes
         self._max_total_bytes = max_total_bytes
         # A tree starts cold (plain Python data): a live bashkit tree holds a runtime and
         # three file descriptors, so only the trees in use are live (see `native`).
         self._native: bashkit.FileSystem | None = None
-        self._cold: list[_Node] | None = _IMAGE
+        self._cold: list[_Node] | None = _IMAGE if image else []
+        #: Without the image a tree is truly empty (a disk's bucket, mounted below ``/``): no
+        #: devices either, and a ``/dev`` in it is data like any other directory.
+        self._bare = not image
         self._pins = 0
 
     @property
@@ -170,7 +195,7 @@ class FileSystem:
         """The live tree, mounted at ``/`` by every interpreter of the sandbox. Made live on
         demand; the least recently used idle trees go cold again past :data:`LIVE_TREES`."""
         if self._native is None:
-            self._native = _thaw(self._cold or [])
+            self._native = _thaw(self._cold or [], bare=self._bare)
             self._cold = None
         _LIVE.touch(self)
         return self._native
@@ -191,7 +216,7 @@ class FileSystem:
         """Turn an idle live tree back into plain data; False if it is in use."""
         if self._native is None or self._pins:
             return self._native is None
-        self._cold = _nodes(self._native)
+        self._cold = _nodes(self._native, bare=self._bare)
         self._native = None
         return True
 
@@ -432,9 +457,14 @@ class FileSystem:
             False
         """
         copy = FileSystem(
-            max_file_bytes=self._max_file_bytes, max_total_bytes=self._max_total_bytes
+            max_file_bytes=self._max_file_bytes,
+            max_total_bytes=self._max_total_bytes,
+            image=not self._bare,
         )
-        copy._cold = _nodes(self._native) if self._native is not None else self._cold
+        if self._native is not None:
+            copy._cold = _nodes(self._native, bare=self._bare)
+        else:
+            copy._cold = self._cold
         return copy
 
 
@@ -447,17 +477,17 @@ class _Node(NamedTuple):
     content: bytes | str  # a file's bytes, a symlink's target, b"" for a directory
 
 
-def _nodes(tree: bashkit.FileSystem, path: str = "/") -> list[_Node]:
+def _nodes(tree: bashkit.FileSystem, path: str = "/", *, bare: bool = False) -> list[_Node]:
     nodes: list[_Node] = []
     for entry in tree.read_dir(path):
         child = posixpath.join(path, entry["name"])
-        if child in _DEVICE_DIRS:
+        if child in _DEVICE_DIRS and not bare:
             continue  # every live tree has its own /dev/null, /dev/urandom...
         kind = entry["metadata"]["file_type"]
         mode = int(entry["metadata"]["mode"])
         if kind == "directory":
             nodes.append(_Node(child, kind, mode, b""))
-            nodes.extend(_nodes(tree, child))
+            nodes.extend(_nodes(tree, child, bare=bare))
         elif kind == "symlink":
             nodes.append(_Node(child, kind, mode, tree.read_link(child)))
         else:
@@ -465,8 +495,11 @@ def _nodes(tree: bashkit.FileSystem, path: str = "/") -> list[_Node]:
     return nodes
 
 
-def _thaw(nodes: list[_Node]) -> bashkit.FileSystem:
+def _thaw(nodes: list[_Node], *, bare: bool = False) -> bashkit.FileSystem:
     tree = bashkit.FileSystem()
+    if bare:  # a new bashkit tree comes with /dev, /home and /tmp
+        for entry in tree.read_dir("/"):
+            tree.remove("/" + entry["name"], recursive=True)
     for node in nodes:
         if node.kind == "directory":
             tree.mkdir(node.path, recursive=True)
@@ -525,6 +558,30 @@ def live_trees() -> int:
 
 _IMAGE = _image_nodes()
 _PROGRAMS: bashkit.FileSystem | None = None
+
+
+def locate(root: FileSystem, mounts: Iterable[Mount], path: str) -> tuple[FileSystem, str]:
+    """Which tree holds the normalized absolute ``path`` and where in it: the tree mounted
+    deepest above it (its path made relative to the mount), else ``root`` itself. What the
+    files API reads and writes, so it agrees with what commands see.
+
+    Example:
+        >>> root, disk = FileSystem(), FileSystem(image=False)
+        >>> locate(root, [("/mnt/data", disk)], "/mnt/data/a/b.txt") == (disk, "/a/b.txt")
+        True
+        >>> locate(root, [("/mnt/data", disk)], "/mnt/database") == (root, "/mnt/database")
+        True
+    """
+    best: Mount | None = None
+    for mount in mounts:
+        top = mount[0]
+        if (path == top or path.startswith(top + "/")) and (
+            best is None or len(top) > len(best[0])
+        ):
+            best = mount
+    if best is None:
+        return root, path
+    return best[1], "/" + path[len(best[0]) :].lstrip("/")
 
 
 def programs() -> bashkit.FileSystem:

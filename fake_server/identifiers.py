@@ -61,6 +61,12 @@ class Identifiers:
     def process_id(self) -> str:
         return "proc_" + self._token(20)
 
+    def network_id(self) -> str:
+        return "net_" + self._token(26)
+
+    def disk_id(self) -> str:
+        return "disk_" + self._token(26)
+
     def tenant_id(self) -> str:
         return "usr_" + self._token(16)
 

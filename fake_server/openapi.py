@@ -391,6 +391,8 @@ _LINKS_BY_PLACEHOLDERS: dict[str, dict[tuple[str, ...], dict[str, str]]] = {
         ("id", "pid"): {"id": "$request.path.id", "pid": "$response.body#/data/process_id"},
     },
     "template": {("template",): {"template": "$response.body#/data/id"}},
+    "network": {("network",): {"network": "$response.body#/data/id"}},
+    "disk": {("disk",): {"disk": "$response.body#/data/id"}},
 }
 
 

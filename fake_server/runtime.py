@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from fake_server import errors
 from fake_server.clock import Clock
 from fake_server.config import ServerConfig
 from fake_server.errors import ApiError
-from fake_server.filesystem import FileSystem, FsError
+from fake_server.filesystem import FileSystem, FsError, Mount, locate
 from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import Lifecycle
 from fake_server.network import Network
@@ -69,6 +69,7 @@ class Runtime:
         *,
         on_process_event: Callable[[ManagedProcess, Sandbox, str], None] = lambda p, s, e: None,
         on_activity: Callable[[Sandbox], None] = lambda sandbox: None,
+        mounts_of: Callable[[Sandbox], Sequence[Mount]] = lambda sandbox: (),
     ) -> None:
         self.clock = clock
         self.ids = ids
@@ -88,6 +89,8 @@ class Runtime:
         self.config = config
         self._on_process_event = on_process_event
         self._on_activity = on_activity
+        #: What is mounted in a sandbox (its attached disks): commands and files see it.
+        self._mounts_of = mounts_of
 
     # -- exec -------------------------------------------------------------------------------
 
@@ -119,6 +122,7 @@ class Runtime:
             stderr=stderr,
             egress=sandbox.egress,
             hostname=sandbox.name,
+            mounts=self._mounts_of(sandbox),
         )
         started = self.clock.now()
         command = asyncio.ensure_future(self.shell.run(invocation))
@@ -177,9 +181,8 @@ class Runtime:
         process.start(self.shell, self._invocation(sandbox, process, env, live_stdin=False))
         return self._exec_frames(process)
 
-    @staticmethod
     def _invocation(
-        sandbox: Sandbox, process: ManagedProcess, env: dict[str, str], *, live_stdin: bool
+        self, sandbox: Sandbox, process: ManagedProcess, env: dict[str, str], *, live_stdin: bool
     ) -> Invocation:
         return Invocation(
             process.cmd,
@@ -192,6 +195,7 @@ class Runtime:
             terminal=process.terminal,
             egress=sandbox.egress,
             hostname=sandbox.name,
+            mounts=self._mounts_of(sandbox),
         )
 
     async def _exec_frames(self, process: ManagedProcess) -> AsyncIterator[dict[str, Any]]:
@@ -241,10 +245,15 @@ class Runtime:
             raise ApiError(413, errors.FILE_TOO_LARGE)
         return path
 
+    def _locate(self, sandbox: Sandbox, path: str) -> tuple[FileSystem, str]:
+        """The tree holding ``path`` in the sandbox (an attached disk's, below its mount)."""
+        return locate(sandbox.fs, self._mounts_of(sandbox), path)
+
     def upload(self, sandbox: Sandbox, raw_path: str | None, data: bytes) -> dict[str, Any]:
         path = self.check_upload(sandbox, raw_path, len(data))
+        tree, place = self._locate(sandbox, path)
         try:
-            sandbox.fs.write(path, data, make_parents=True)
+            tree.write(place, data, make_parents=True)
         except FsError as exc:
             raise _file_error(exc) from None
         return {"path": path, "bytes": len(data)}
@@ -252,8 +261,9 @@ class Runtime:
     def download(self, sandbox: Sandbox, raw_path: str | None) -> bytes:
         Lifecycle.check_running(sandbox)
         path = self._path(raw_path)
+        tree, place = self._locate(sandbox, path)
         try:
-            return sandbox.fs.read(path)
+            return tree.read(place)
         except FsError as exc:
             raise _file_error(exc) from None
 
@@ -284,7 +294,8 @@ class Runtime:
         Lifecycle.check_running(sandbox)
         env = self._environment(sandbox, spec.env)
         cwd = FileSystem.normalize(spec.cwd or "/root")
-        if not sandbox.fs.is_dir(cwd):
+        tree, place = self._locate(sandbox, cwd)
+        if not tree.is_dir(place):
             raise ApiError.invalid("cwd", "no such directory")
         cmd = spec.cmd or "/bin/bash"
         self._on_activity(sandbox)

@@ -12,11 +12,12 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fake_server import errors
 from fake_server.catalog import DEFAULT_ROOTFS, ROOTFS, SHAPES, is_known_rootfs
 from fake_server.clock import Clock, TimerHandle
+from fake_server.disks import MountRequest
 from fake_server.errors import ApiError
 from fake_server.filesystem import FileSystem
 from fake_server.identifiers import Identifiers
@@ -47,6 +48,9 @@ class CreateSpec:
     ingress_enabled: bool = False
     auto_pause_after_seconds: int | None = None
     disk_mib: int | None = None
+    #: Networks to join, by id or name.
+    networks: list[str] = field(default_factory=list)
+    disks: list[MountRequest] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -112,6 +116,9 @@ class SandboxService:
             raise ApiError.invalid("name", errors.NAME_INVALID)
         if name in tenant.names:
             raise ApiError(409, errors.NAME_TAKEN)
+        # Every network and disk named is checked before anything is made.
+        networks = tenant.networks.resolve(spec.networks)
+        mounts = tenant.disks.plan(spec.disks)
         files = None
         if rootfs not in ROOTFS:
             if self._template_files is None:
@@ -137,6 +144,9 @@ class SandboxService:
         )
         if files is not None:
             sandbox.fs = files
+        tenant.disks.mount(sandbox, mounts)
+        for network in networks:
+            network.join(sandbox)
         self._adopt(tenant, sandbox)
         self.lifecycle.create(sandbox)
         return sandbox

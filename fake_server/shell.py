@@ -42,7 +42,7 @@ import inspect  # noqa: E402
 import posixpath  # noqa: E402
 import re  # noqa: E402
 import shlex  # noqa: E402
-from collections.abc import Awaitable, Callable  # noqa: E402
+from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -50,7 +50,7 @@ import bashkit  # noqa: E402
 
 from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
-from fake_server.filesystem import FileSystem, programs  # noqa: E402
+from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
 from fake_server.result_cache import Recorder, ResultCache  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
@@ -75,7 +75,6 @@ STOP_GRACE_S = 5.0
 _DRAIN_TURNS = 3
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
 SHELLS = frozenset({"bash", "sh", "dash"})
-_PROGRAM_DIRS = ("/bin", "/usr/bin")
 _SUGGESTION_HINT = b". Did you mean: "
 _SUGGESTION = re.compile(rb"\. Did you mean: [^\n]*\?(?=\n|$)")
 #: A terminal merges stdout and stderr into one stream, in the order they are written.
@@ -199,6 +198,8 @@ class Invocation:
     terminal: Terminal | None = None
     egress: list[str] | None = None
     hostname: str = "sandbox"
+    #: Trees mounted below ``/`` (attached disks), fixed for the invocation's whole run.
+    mounts: Sequence[Mount] = ()
 
 
 class Run:
@@ -305,8 +306,10 @@ class Shell:
             profile=bashkit.ExecutionProfile.Interactive,
         )
         bash.mount("/", run.invocation.fs.native)
-        for directory in _PROGRAM_DIRS:
+        for directory in PROGRAM_DIRS:
             bash.mount(directory, programs(), read_only=True)
+        for path, tree in run.invocation.mounts:
+            bash.mount(path, tree.native)
         for name, callback in commands.live_commands().items():
             bash.add_command(name, lazy(callback))
         return Interpreter(bash, commands.callbacks)
@@ -386,12 +389,17 @@ class Shell:
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
-        invocation.fs.pin()
+        # Pinned while mounted: a tree that went cold under a running interpreter would lose
+        # what the interpreter writes to it from then on.
+        trees = [invocation.fs, *(tree for _, tree in invocation.mounts)]
+        for tree in trees:
+            tree.pin()
         try:
             status = await self._run(run, plan, env)
         finally:
             run.stop()
-            invocation.fs.unpin()
+            for tree in trees:
+                tree.unpin()
             if task is not None:
                 self._running.discard(task)
         if key is not None and not run.refused:

@@ -236,6 +236,7 @@ class TemplateService:
 
             service.create(tenant, TemplateSpec("web", "FROM devbox:1\\nRUN echo hi"))
         """
+        tenant.check_credit()  # a build costs: credit-gated, as the contract says
         if not TEMPLATE_NAME.match(spec.name):
             raise ApiError.invalid("name", errors.TEMPLATE_NAME_INVALID)
         if any(template.name == spec.name for template in tenant.templates.values()):

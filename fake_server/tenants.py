@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fake_server import errors
+from fake_server.disks import Disks
 from fake_server.errors import ApiError
 from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import Durations, Status
 from fake_server.listing import SandboxListing
+from fake_server.networks import Networks
 from fake_server.sandbox import Sandbox
 
 if TYPE_CHECKING:
@@ -49,6 +51,21 @@ class Tenant:
     durations: Durations | None = None
     #: Templates by id, in creation order (see fake_server.templates).
     templates: dict[str, Template] = field(default_factory=dict)
+    #: Whether cost-incurring calls go through (402 otherwise): set by the control API.
+    has_credit: bool = True
+    networks: Networks = field(default_factory=Networks)
+    disks: Disks = field(default_factory=Disks)
+
+    def check_credit(self) -> None:
+        """402 for a cost-incurring call when the tenant has no credit.
+
+        Example::
+
+            tenant.has_credit = False
+            tenant.check_credit()   # ApiError(402, 'insufficient credit')
+        """
+        if not self.has_credit:
+            raise ApiError(402, errors.NO_CREDIT)
 
     def get(self, sandbox_id: str) -> Sandbox:
         """The sandbox, or 404 (also for another tenant's id: existence is not disclosed)."""

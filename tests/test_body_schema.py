@@ -135,6 +135,8 @@ async def test_each_route_refuses_what_its_declared_body_refuses(
         ip=sandbox["ip"],
         rule="r",
         port="7",
+        network="no-such-network",
+        disk="no-such-disk",
     )
     assert route.operation.body is not None
     schema = route.operation.body.schema

@@ -25,7 +25,7 @@ METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 #: Routes that need no key: health, the catalog, this document and the control API.
 PUBLIC_ROUTES = {"/healthz", "/readyz", "/openapi.json", *PUBLIC_PATHS}
 #: Control routes about the caller's own tenant, which it names by its key.
-KEYED_CONTROL_ROUTES = {"/_fake/tenant/durations"}
+KEYED_CONTROL_ROUTES = {"/_fake/tenant/durations", "/_fake/tenant/credit"}
 
 
 def operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:

@@ -282,3 +282,13 @@ async def test_only_build_attempt_one_exists(client: Client) -> None:
     await expect_error(
         await client.get(f"/v1/templates/{template['id']}/logs?attempt=x"), 400, "integer"
     )
+
+
+async def test_a_build_needs_credit(client: Client, api_key: str) -> None:
+    credit = await client.put("/_fake/tenant/credit", json={"has_credit": False})
+    assert credit.status == 200, await credit.text()
+    await expect_error(
+        await client.post("/v1/templates", json={"name": "web", "dockerfile": "FROM x"}), 402
+    )
+    await client.put("/_fake/tenant/credit", json={"has_credit": True})
+    await create_template(client, "web")

@@ -23,9 +23,11 @@ from fake_server.routes import (
     meta,
     openapi,
     processes,
+    resources,
     runtime,
     sandboxes,
     templates,
+    tenant_settings,
     tunnels,
 )
 from fake_server.routes.common import SANDBOX, Handler, Routes
@@ -40,7 +42,9 @@ _MODULES = (
     processes,
     tunnels,
     templates,
+    resources,
     control,
+    tenant_settings,
     dashboard,
     openapi,
 )

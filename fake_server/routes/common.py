@@ -15,8 +15,9 @@ from aiohttp.web_protocol import RequestPayloadError
 from fake_server import errors
 from fake_server.api_schema import Operation
 from fake_server.errors import ApiError
+from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.tenants import Tenant
-from fake_server.validation import Body, BodySchema
+from fake_server.validation import Body, BodySchema, query_int
 
 _T = TypeVar("_T")
 
@@ -35,6 +36,7 @@ __all__ = [
     "envelope_response",
     "fake_of",
     "ok",
+    "page_bounds",
     "paginated",
     "paginated_body",
     "read_body",
@@ -139,6 +141,19 @@ def paginated(items: list[Any], *, total: int, limit: int, offset: int) -> dict[
         "data": items,
         "pagination": _pagination(total=total, limit=limit, offset=offset, count=len(items)),
     }
+
+
+def page_bounds(request: web.Request) -> tuple[int, int]:
+    """``limit`` (default 50, at most 500; 0 means the default) and ``offset`` of a list
+    request.
+
+    Example::
+
+        limit, offset = page_bounds(request)   # ?limit=900&offset=10 -> (500, 10)
+    """
+    query = request.query
+    limit = query_int(query, "limit", LIST_DEFAULT, low=0, high=LIST_MAX) or LIST_DEFAULT
+    return limit, query_int(query, "offset", 0)
 
 
 def _pagination(*, total: int, limit: int, offset: int, count: int) -> dict[str, int]:

@@ -12,7 +12,6 @@ from fake_server import errors
 from fake_server.api_schema import (
     ABSOLUTE_PATH,
     BODY_ERRORS,
-    CONTROL,
     array,
     boolean,
     const,
@@ -26,7 +25,6 @@ from fake_server.api_schema import (
     number,
     obj,
     ok_response,
-    operation,
     query,
     ref,
     string,
@@ -36,9 +34,8 @@ from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
 from fake_server.gates import Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
-from fake_server.lifecycle import MAX_DURATION_MS, Durations, check_duration_ms
 from fake_server.routes.common import Route, Routes, fake_of, ok, read_body, read_raw_body
-from fake_server.tenants import Tenant
+from fake_server.routes.resources import DISK_STATE, NETWORK_VIEW
 from fake_server.validation import BodySchema, parse_json, path_problem, query_int
 
 
@@ -205,51 +202,6 @@ async def drop_tenant(request: web.Request) -> web.Response:
     return ok({"dropped": True})
 
 
-def _own_tenant(request: web.Request) -> Tenant:
-    """The tenant whose key the caller sends in ``X-Api-Key``: per-tenant settings are changed
-    only by whoever holds the key, never by naming another tenant's id."""
-    api_key = request.headers.get("X-Api-Key", "")
-    if not api_key.strip():
-        raise ApiError(401, errors.CONTROL_TENANT_KEY)
-    tenant = fake_of(request).tenants.get(api_key)
-    if tenant is None:  # never registered here: the control API does not make tenants by use
-        raise ApiError(404, errors.TENANT_NOT_FOUND)
-    return tenant
-
-
-def _durations_json(tenant: Tenant, durations: Durations) -> dict[str, object]:
-    return {
-        "tenant": tenant.id,
-        "own": tenant.durations is not None,
-        # Per-tenant durations are uniform: one transition time for pause/resume/fork/delete.
-        "transition_ms": round(durations.pause * 1000, 6),
-        "create_ms": round(durations.create * 1000, 6),
-    }
-
-
-async def get_durations(request: web.Request) -> web.Response:
-    tenant = _own_tenant(request)
-    return ok(_durations_json(tenant, fake_of(request).durations_of(tenant)))
-
-
-_DURATION = nullable(number(minimum=0, maximum=MAX_DURATION_MS))
-DURATIONS = BodySchema(
-    obj({}, {"transition_ms": _DURATION, "create_ms": _DURATION}),
-    # The marker's and the CLI's words for a bad duration.
-    checks={"transition_ms": check_duration_ms, "create_ms": check_duration_ms},
-)
-
-
-async def set_durations(request: web.Request) -> web.Response:
-    """The caller's tenant's own durations; an absent or null field keeps the fake's."""
-    tenant = _own_tenant(request)
-    body = await read_body(request, DURATIONS)
-    given = {name: body.number(name) for name in ("transition_ms", "create_ms")}
-    api_key = request.headers["X-Api-Key"]
-    durations = fake_of(request).set_durations(api_key, **given)
-    return ok(_durations_json(tenant, durations))
-
-
 SEED = BodySchema(obj({"seed": integer(minimum=0)}), required=True)
 
 
@@ -283,18 +235,6 @@ async def sandbox_marker(request: web.Request) -> web.Response:
         raise ApiError.invalid("path", str(exc)) from None
     return ok({"id": sandbox.id, "mode": mode, "path": path})
 
-
-_DURATIONS_ANSWER = ok_response(
-    "The tenant's durations in force and whether they are its own.",
-    obj(
-        {
-            "tenant": string(),
-            "own": boolean(),
-            "transition_ms": number(minimum=0),
-            "create_ms": number(minimum=0),
-        }
-    ),
-)
 
 ROUTES: Routes = (
     Route(
@@ -343,7 +283,15 @@ ROUTES: Routes = (
                         "seed": integer(),
                         "clock": obj({"manual": boolean(), "now": number(), "wall": string()}),
                         "tenants": array(
-                            obj({"id": string(), "sandboxes": array(ref("SandboxState"))})
+                            obj(
+                                {
+                                    "id": string(),
+                                    "sandboxes": array(ref("SandboxState")),
+                                    "networks": array(NETWORK_VIEW),
+                                    "disks": array(DISK_STATE),
+                                    "has_credit": boolean(),
+                                }
+                            )
                         ),
                         "rules": array(ref("FaultRule")),
                         "gates": array(ref("Gate")),
@@ -426,35 +374,6 @@ ROUTES: Routes = (
             ok_response("The seed.", obj({"seed": integer(minimum=0)})),
             errors=BODY_ERRORS,
             body=SEED,
-        ),
-    ),
-    # The caller's own tenant's durations: named by its key, so unlike the rest of the control
-    # API these operations need ``X-Api-Key`` (401 without one, 404 for a key never registered).
-    Route(
-        "GET",
-        "/_fake/tenant/durations",
-        get_durations,
-        operation(
-            "fakeTenantDurations",
-            "The caller's tenant's transition and create durations",
-            tag=CONTROL,
-            ok=_DURATIONS_ANSWER,
-            errors=(403, 404),
-        ),
-    ),
-    Route(
-        "PUT",
-        "/_fake/tenant/durations",
-        set_durations,
-        operation(
-            "fakeSetTenantDurations",
-            "Give the caller's tenant its own transition and create durations",
-            tag=CONTROL,
-            ok=_DURATIONS_ANSWER,
-            description="Replaces the tenant's durations; an absent or null field keeps the "
-            "fake's. Transitions started from then on take them; they go with the tenant.",
-            errors=(*BODY_ERRORS, 403, 404),
-            body=DURATIONS,
         ),
     ),
     Route(

@@ -1,5 +1,5 @@
 """Sandbox management routes: create, list, get, patch, delete, pause, resume, fork, egress,
-resize, ssh keys and bandwidth."""
+resize, ssh keys, bandwidth and its recharge."""
 
 from __future__ import annotations
 
@@ -27,9 +27,12 @@ from fake_server.api_schema import (
     ref,
     string,
 )
+from fake_server.bandwidth import bandwidth_view, recharge
 from fake_server.catalog import DEFAULT_REGION, ROOTFS, SHAPES
+from fake_server.disks import MountRequest
 from fake_server.errors import ApiError
 from fake_server.lifecycle import Status
+from fake_server.networks import parse_refs
 from fake_server.routes.common import (
     SANDBOX,
     Route,
@@ -38,12 +41,14 @@ from fake_server.routes.common import (
     fake_of,
     json_response,
     ok,
+    page_bounds,
     paginated_body,
     read_body,
     sandbox_of,
     scope,
     tenant_of,
 )
+from fake_server.routes.resources import MOUNT, NETWORK_REF
 from fake_server.sandbox import encoded_views
 from fake_server.sandboxes import (
     AUTO_PAUSE_MAX,
@@ -54,7 +59,7 @@ from fake_server.sandboxes import (
     CreateSpec,
     ForkSpec,
 )
-from fake_server.validation import BodySchema, query_int
+from fake_server.validation import BodySchema
 
 #: A sandbox's auto-pause delay, as PATCH takes it.
 _AUTO_PAUSE = integer(minimum=AUTO_PAUSE_MIN, maximum=AUTO_PAUSE_MAX)
@@ -84,12 +89,27 @@ CREATE = BodySchema(
             "bandwidth_quota_bytes": nullable(
                 const(0) | {"description": "Anything but 0 is refused on create (400)."}
             ),
+            "networks": nullable(
+                array(
+                    NETWORK_REF,
+                    description="Networks the sandbox joins (each by id or name; 404 for an "
+                    "unknown one).",
+                )
+            ),
+            "disks": nullable(
+                array(
+                    MOUNT,
+                    description="Disks mounted while the sandbox is created (404 for an "
+                    "unknown one).",
+                )
+            ),
         },
-        # Accepted and ignored, as the real service does (networks, disks and placement are
-        # not modeled).
-        ignored=("networks", "disks", "host_id", "node_selector"),
+        # Accepted and ignored, as the real service does (placement is not modeled).
+        ignored=("host_id", "node_selector"),
     ),
     required=True,
+    # The items' own rules, with the field's name in each message.
+    checks={"networks": parse_refs, "disks": MountRequest.parse_list},
 )
 
 
@@ -110,16 +130,16 @@ async def create(request: web.Request) -> web.Response:
         # The SDK sends 0 for "unset".
         auto_pause_after_seconds=auto_pause or None,
         disk_mib=body.integer("disk_mib"),
+        networks=parse_refs(body.data.get("networks") or []),
+        disks=MountRequest.parse_list(body.data.get("disks") or []),
     )
     sandbox = fake_of(request).sandboxes.create(tenant_of(request), spec)
     return ok(sandbox.created_view())
 
 
 async def list_sandboxes(request: web.Request) -> web.Response:
-    query = request.query
-    limit = query_int(query, "limit", LIST_DEFAULT, low=0, high=LIST_MAX) or LIST_DEFAULT
-    offset = query_int(query, "offset", 0)
-    raw_status = query.get("status") or None
+    limit, offset = page_bounds(request)
+    raw_status = request.query.get("status") or None
     try:
         status = Status(raw_status) if raw_status else None
     except ValueError:
@@ -248,18 +268,29 @@ async def ssh_pubkeys(request: web.Request) -> web.Response:
 
 
 async def bandwidth(request: web.Request) -> web.Response:
+    return ok(bandwidth_view(sandbox_of(request)))
+
+
+RECHARGE = BodySchema(obj({"add_bytes": integer(minimum=1)}), required=True)
+
+
+async def recharge_bandwidth(request: web.Request) -> web.Response:
+    body = await read_body(request, RECHARGE)
+    # The owner check (404 for another tenant's sandbox) comes before the credit check.
     sandbox = sandbox_of(request)
-    # Sandboxes of the fake are unmetered: the quota is -1, as for the real unmetered plan.
-    return ok(
-        {
-            "id": sandbox.id,
-            "quota_bytes": -1,
-            "used_bytes": 0,
-            "ingress_bytes": 0,
-            "remaining_bytes": -1,
-            "capped": False,
-        }
-    )
+    return ok(recharge(tenant_of(request), sandbox, body.integer("add_bytes")))
+
+
+_BANDWIDTH = obj(
+    {
+        "id": string(pattern=ID_PATTERN),
+        "quota_bytes": integer(description="-1: unmetered (every sandbox of the fake)."),
+        "used_bytes": integer(),
+        "ingress_bytes": integer(),
+        "remaining_bytes": integer(),
+        "capped": boolean(),
+    }
+)
 
 
 def _egress() -> Schema:
@@ -281,9 +312,9 @@ ROUTES: Routes = (
             tag=SANDBOXES,
             description="Answers once the sandbox is running (unless the fake is configured "
             "with a `creating` delay). Names are unique among the tenant's live sandboxes "
-            "(409).",
+            "(409). Networks and disks it names must exist (404).",
             ok=ok_response("The new sandbox.", ref("CreatedSandbox"), links="sandbox"),
-            errors=(*BODY_ERRORS, 409),
+            errors=(*BODY_ERRORS, 404, 409),
             body=CREATE,
         ),
     ),
@@ -467,20 +498,24 @@ ROUTES: Routes = (
             "getBandwidth",
             "Bandwidth (the fake is unmetered)",
             tag=SANDBOXES,
-            ok=ok_response(
-                "The meter.",
-                obj(
-                    {
-                        "id": string(pattern=ID_PATTERN),
-                        "quota_bytes": integer(),
-                        "used_bytes": integer(),
-                        "ingress_bytes": integer(),
-                        "remaining_bytes": integer(),
-                        "capped": boolean(),
-                    }
-                ),
-            ),
+            ok=ok_response("The meter.", _BANDWIDTH),
             errors=(404,),
+        ),
+    ),
+    Route(
+        "POST",
+        SANDBOX + "/bandwidth/recharge",
+        recharge_bandwidth,
+        operation(
+            "rechargeBandwidth",
+            "Add bytes to the bandwidth quota (a no-op when unmetered)",
+            tag=SANDBOXES,
+            description="A cost-incurring call: 402 when the tenant has no credit (see "
+            "`PUT /_fake/tenant/credit`), checked after the sandbox is found. The fake's "
+            "sandboxes are all unmetered, so the meter comes back unchanged.",
+            ok=ok_response("The meter.", _BANDWIDTH),
+            errors=(*BODY_ERRORS, 402, 404),
+            body=RECHARGE,
         ),
     ),
 )

@@ -122,9 +122,9 @@ ROUTES: Routes = (
             tag=TEMPLATES,
             description="Answers `pending`; the build waits as long as a sandbox create takes "
             "on the fake's clock, then runs (`building`) and ends `ready` or `failed`. Names "
-            "are unique per tenant (409).",
+            "are unique per tenant (409). Credit-gated (402 when the tenant has none).",
             ok=ok_response("The new template.", _VIEW, links="template"),
-            errors=(*BODY_ERRORS, 409),
+            errors=(*BODY_ERRORS, 402, 409),
             body=CREATE,
         ),
     ),
