@@ -30,7 +30,10 @@ from dataclasses import dataclass
 
 from fake_server.streams import OutputSink
 
-__all__ = ["CachedResult", "Recorder", "ResultCache"]
+__all__ = ["CacheKey", "CachedResult", "Recorder", "ResultCache"]
+
+#: A script and the environment it runs with.
+CacheKey = tuple[str, tuple[tuple[str, str], ...]]
 
 #: Builtins whose output is a function of their literal arguments alone.
 OUTPUT_ONLY = frozenset({"echo", "printf", "true", "false", ":", "exit"})
@@ -92,20 +95,28 @@ class ResultCache:
         self.entries = entries
         self.max_script = max_script
         self.max_output = max_output
-        self._results: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], CachedResult]
-        self._results = OrderedDict()
+        self._results: OrderedDict[CacheKey, CachedResult] = OrderedDict()
+        #: Recent scripts' builtins, or None for one that does not qualify (a poller sends the
+        #: same text again and again: it is scanned once).
+        self._scanned: dict[str, frozenset[str] | None] = {}
         #: Replays so far (for tests and benchmarks).
         self.hits = 0
 
-    def key(
-        self, script: str, env: Mapping[str, str]
-    ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    def key(self, script: str, env: Mapping[str, str]) -> CacheKey | None:
         """The cache key of ``script`` run with ``env``, or None when it does not qualify."""
-        if len(script) > self.max_script or not self._qualifies(script):
+        if len(script) > self.max_script:
+            return None
+        if script in self._scanned:
+            builtins = self._scanned[script]
+        else:
+            if len(self._scanned) >= self.entries * 4:
+                self._scanned.clear()
+            builtins = self._scanned[script] = self._builtins_of(script)
+        if builtins is None or any(self.registered(name) is not None for name in builtins):
             return None
         return script, tuple(env.items())
 
-    def get(self, key: tuple[str, tuple[tuple[str, str], ...]]) -> CachedResult | None:
+    def get(self, key: CacheKey) -> CachedResult | None:
         result = self._results.get(key)
         if result is not None:
             self._results.move_to_end(key)
@@ -114,7 +125,7 @@ class ResultCache:
 
     def put(
         self,
-        key: tuple[str, tuple[tuple[str, str], ...]],
+        key: CacheKey,
         stdout: Recorder,
         stderr: Recorder,
         status: int,
@@ -129,14 +140,18 @@ class ResultCache:
 
     def clear(self) -> None:
         self._results.clear()
+        self._scanned.clear()
 
-    def _qualifies(self, script: str) -> bool:
+    @staticmethod
+    def _builtins_of(script: str) -> frozenset[str] | None:
+        """The output-only builtins a script calls, or None when its text does not qualify
+        (whether one of them is shadowed by a registered command is checked on each use)."""
         commands: list[list[str]] = [[]]
         position = 0
         while position < len(script):
             token = _TOKEN.match(script, position)
             if token is None:
-                return False
+                return None
             separator, word = token.groups()
             if separator is not None:
                 commands.append([])
@@ -145,10 +160,10 @@ class ResultCache:
             position = token.end()
         commands = [command for command in commands if command]
         if not commands:
-            return False
+            return None
         for name, *args in commands:
-            if name not in OUTPUT_ONLY or self.registered(name) is not None:
-                return False
+            if name not in OUTPUT_ONLY:
+                return None
             if name == "printf" and any("%(" in word for word in args):  # %(...)T: the clock
-                return False
-        return True
+                return None
+        return frozenset(command[0] for command in commands)

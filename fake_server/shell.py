@@ -52,7 +52,7 @@ from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
-from fake_server.result_cache import Recorder, ResultCache  # noqa: E402
+from fake_server.result_cache import CacheKey, Recorder, ResultCache  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -370,13 +370,11 @@ class Shell:
 
             status = await shell.run(Invocation("/bin/cat", ["/etc/os-release"], fs=fs))
         """
+        plan = _plan(invocation.cmd, invocation.args)
+        key = self._cache_key(invocation, plan)
         env = {**BASE_ENV, **invocation.env}
         if invocation.terminal is not None:
             env.setdefault("TERM", "xterm-256color")
-        plan = _plan(invocation.cmd, invocation.args)
-        key = None
-        if not plan.repl and invocation.terminal is None and not invocation.live_stdin:
-            key = self.results.key(plan.script, env)
         if key is not None:
             cached = self.results.get(key)
             if cached is not None:
@@ -405,6 +403,29 @@ class Shell:
         if key is not None and not run.refused:
             self.results.put(key, stdout, stderr, status)
         return status
+
+    def replay(self, invocation: Invocation) -> int | None:
+        """The exit status of an invocation whose result is known (a probe such as ``echo ok``
+        run before: see :mod:`fake_server.result_cache`), its output written to its sinks at
+        once; None when it has to run. No task, no interpreter: the hot path of pollers.
+
+        Example::
+
+            status = shell.replay(invocation)
+            if status is None:
+                status = await shell.run(invocation)
+        """
+        key = self._cache_key(invocation, _plan(invocation.cmd, invocation.args))
+        cached = None if key is None else self.results.get(key)
+        return None if cached is None else cached.replay(invocation.stdout, invocation.stderr)
+
+    def _cache_key(self, invocation: Invocation, plan: _Plan) -> CacheKey | None:
+        """The invocation's result-cache key, or None when its result may differ from one run
+        to the next (see :mod:`fake_server.result_cache`)."""
+        if plan.repl or invocation.terminal is not None or invocation.live_stdin:
+            return None
+        # BASE_ENV is the same for every run: the invocation's own variables tell runs apart.
+        return self.results.key(plan.script, invocation.env)
 
     @property
     def idle(self) -> bool:

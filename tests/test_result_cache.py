@@ -79,6 +79,16 @@ async def test_a_registered_command_shadowing_echo_always_runs(h: Harness) -> No
     assert h.shell.results.hits == 0
 
 
+async def test_a_command_registered_after_a_probe_replayed_stops_the_replay(h: Harness) -> None:
+    assert (await h.sh("echo ok")).out == "ok\n"
+    assert (await h.sh("echo ok")).out == "ok\n"
+    assert h.shell.results.hits == 1
+    # The script's text was scanned once; whether echo is still the builtin is asked each time.
+    h.registry.register("echo", lambda ctx, args: ctx.stdout.write(b"mine\n") or 0)
+    assert (await h.sh("echo ok")).out == "mine\n"
+    assert h.shell.results.hits == 1
+
+
 async def test_a_refused_run_is_not_replayed() -> None:
     h = Harness(ShellLimits(max_commands=2))
     script = "echo a; echo b; echo c; echo d"

@@ -354,6 +354,23 @@ async def test_exec_output_cap_stops_the_command(aiohttp_client: ClientFactory) 
     assert set(result["stdout"]) <= {"y", "\n"}
 
 
+async def test_a_replayed_probe_beyond_the_cap_is_cut_like_a_run(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake, client, sandbox_id = await serve(aiohttp_client, exec_output_cap_bytes=4)
+    exec_ = f"/v1/sandboxes/{sandbox_id}/exec"
+    probe = {"cmd": "echo", "args": ["hello"]}
+    # A stream has no cap: its run fills the result cache with all of the output...
+    streamed = await client.post(exec_, params={"stream": "true"}, json=probe)
+    assert b'"stdout":"hello\\n"' in await streamed.read()
+    # ...which a buffered exec replays: cut at the cap, as a run would be.
+    result = (await data_of(await client.post(exec_, json=probe)))["result"]
+    assert fake.runtime.shell.results.hits == 1
+    assert result["exit_code"] == 1
+    assert result["stdout"] == "hell"
+    assert "output limit" in result["error"]
+
+
 async def test_step_budget_ends_a_runaway_loop(aiohttp_client: ClientFactory) -> None:
     _, client, sandbox_id = await serve(aiohttp_client, max_commands=1000)
     result = await sh(client, sandbox_id, "while true; do :; done")

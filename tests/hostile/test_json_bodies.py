@@ -47,6 +47,13 @@ async def test_a_lone_surrogate_creates_nothing(client: Client, body: dict[str, 
     await still_readable(client)
 
 
+async def test_a_surrogate_sent_as_raw_utf8_bytes_creates_nothing(client: Client) -> None:
+    raw = b'{"shape": "s-1vcpu-1gb", "name": "a\xed\xa0\x80"}'  # not an escape: raw bytes
+    response = await client.post("/v1/sandboxes", data=raw, headers=JSON)
+    await expect_error(response, 400, "lone surrogate")
+    assert await listed(client) == []
+
+
 async def test_a_lone_surrogate_in_process_args_starts_nothing(client: Client) -> None:
     sandbox_id = (await create_sandbox(client))["id"]
     base = f"/v1/sandboxes/{sandbox_id}/processes"
