@@ -49,6 +49,8 @@ class Gate:
         self._watchers: list[tuple[int, asyncio.Future[None]]] = []
         #: The requests held right now, oldest first.
         self.holding: list[HeldRequest] = []
+        # Each held request's waiter by identity: two held requests may be equal as values.
+        self._by_request: dict[int, asyncio.Future[None]] = {}
 
     async def hold(self, request: HeldRequest) -> None:
         """Called by the fault engine for a matching request: wait until released.
@@ -63,6 +65,7 @@ class Gate:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(future)
         self.holding.append(request)
+        self._by_request[id(request)] = future
         self.held += 1
         self._notify()
         try:
@@ -70,6 +73,7 @@ class Gate:
         finally:
             self.held -= 1
             self.holding.remove(request)
+            del self._by_request[id(request)]
             if future in self._waiting:  # the client went away while held
                 self._waiting.remove(future)
         self.passed += 1
@@ -87,6 +91,24 @@ class Gate:
                 future.set_result(None)
                 released += 1
         return released
+
+    def release_request(self, request: HeldRequest) -> bool:
+        """Let one particular held request (an item of :attr:`holding`, by identity) through,
+        whatever its place in the queue; returns whether it was still held.
+
+        What a schedule explorer needs: it decides which held request goes on next.
+
+        Example::
+
+            oldest_resume = next(r for r in gate.holding if r.path.endswith("/resume"))
+            gate.release_request(oldest_resume)
+        """
+        future = self._by_request.get(id(request))
+        if future is None or future.done():
+            return False
+        future.set_result(None)
+        self._waiting.remove(future)
+        return True
 
     def open(self) -> int:
         """Release everything held and stop holding; returns how many were released."""

@@ -1,0 +1,364 @@
+"""One run of a workload under one schedule: build a fresh host, set up its leases, start the
+workload's calls together, let the schedule decide every step, judge the journal.
+
+A :class:`Chooser` makes the decisions; every decision is recorded with the steps that were
+possible, which is all the search strategies need to plan the next run.
+
+Example::
+
+    runner = Runner(kit, make_host, find_workload("release-resume"))
+    with runner:
+        result = await runner.run(FollowSchedule(["POST L1/pause", "GET L1"]))
+    print(result.format())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from fake_server.fake import FakeCreateOS
+from fake_server.journal import Entry, Journal
+from pytest_createos import _kit_messages as text
+from pytest_createos._checks import WORK, LeaseOutcome, Violation, check_all
+from pytest_createos._explore.quiescence import ExploreError, Quiescence, VirtualTime, host_task
+from pytest_createos._explore.steps import FakeHands, Step
+from pytest_createos._explore.workloads import Op, Workload
+
+if TYPE_CHECKING:
+    from pytest_createos.kit import ConformanceKit, Host
+
+__all__ = ["Chooser", "Decision", "Diverged", "HostFactory", "RunResult", "Runner"]
+
+#: Builds a fresh host for one run, and closes it afterwards.
+HostFactory = Callable[["ConformanceKit"], AbstractAsyncContextManager["Host[Any]"]]
+#: Steps one run may take at most (set-up, race and probes together).
+MAX_STEPS_PER_RUN = 600
+#: A host sleep due within this many seconds is the host's next move, not a timeout.
+DEFAULT_HORIZON_S = 5.0
+_GATE_IDS = itertools.count(1)
+
+
+class Diverged(Exception):
+    """A schedule cannot be followed: the step it names is not possible here."""
+
+
+class Chooser(Protocol):
+    """Picks the next step of the race at ``position`` (from 0) among ``steps`` (oldest first);
+    ``None`` leaves it to the default (the oldest step); :class:`Diverged` says the schedule
+    does not fit the run."""
+
+    def __call__(self, position: int, steps: Sequence[Step]) -> Step | None: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of the race: the steps that were possible and the one taken, and whether
+    the chooser took it (``False``: the default after the chooser was done)."""
+
+    steps: tuple[Step, ...]
+    chosen: Step
+    chosen_by_schedule: bool
+
+
+@dataclass
+class RunResult:
+    """What one run did and what the checks found."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    #: The run told as readable lines (sandbox names, not ids).
+    timeline: list[str] = field(default_factory=list)
+    #: Why the schedule could not be followed, if it could not.
+    diverged: str | None = None
+    #: The run's own names for its sandboxes (id -> ``L1``...), to read its violations.
+    names: dict[str, str] = field(default_factory=dict)
+    #: The timeline line of each journal entry the run shows, by ``seq``.
+    entry_lines: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """True when the checks found something (and the schedule was followed)."""
+        return self.diverged is None and bool(self.violations)
+
+    @property
+    def failed_checks(self) -> set[str]:
+        return {violation.check for violation in self.violations}
+
+    def labels(self) -> list[str]:
+        """The label of every step the race took, in order."""
+        return [decision.chosen.label for decision in self.decisions]
+
+    def alias(self, line: str) -> str:
+        for sandbox_id, name in self.names.items():
+            line = line.replace(sandbox_id, name)
+        return line
+
+    def format_violations(self) -> str:
+        return "\n".join(self.alias(violation.describe()) for violation in self.violations)
+
+
+class Runner:
+    """Runs a workload again and again on one kit's fake, each time with a fresh host."""
+
+    def __init__(
+        self,
+        kit: ConformanceKit,
+        make_host: HostFactory,
+        workload: Workload,
+        *,
+        horizon_s: float = DEFAULT_HORIZON_S,
+    ) -> None:
+        self.kit = kit
+        self.make_host = make_host
+        self.workload = workload
+        fake: FakeCreateOS | None = getattr(kit.server.channel, "same_loop_fake", None)
+        if fake is None:
+            raise ExploreError(
+                "the explorer needs the fake on the test's own event loop: build the kit on "
+                "createos_aiohttp_server, e.g. ConformanceKit(createos_aiohttp_server)"
+            )
+        if not getattr(fake.clock, "manual", False):
+            raise ExploreError(
+                "the explorer decides when transitions end on the fake's manual clock: mark "
+                "the test @pytest.mark.createos(manual_clock=True)"
+            )
+        self.fake = fake
+        loop = asyncio.get_running_loop()
+        self.hands = FakeHands(fake, kit.server.api_key, f"explore-{next(_GATE_IDS)}")
+        self.time = VirtualTime(loop, fake.clock.advance)
+        shell = fake.runtime.shell
+        self.quiet = Quiescence(loop, self.time, horizon_s, busy=lambda: not shell.idle)
+        #: Runs made so far.
+        self.runs = 0
+
+    def __enter__(self) -> Runner:
+        self.hands.__enter__()
+        self.time.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.time.__exit__()
+        self.hands.__exit__()
+
+    async def run(self, choose: Chooser) -> RunResult:
+        """One run of the workload with ``choose`` deciding the race's steps."""
+        self.runs += 1
+        self.hands.new_run()
+        run = _OneRun(self, choose)
+        try:
+            async with self.make_host(self.kit) as host:
+                await run.play(host)
+        finally:
+            await run.close()
+        return run.result
+
+
+class _OneRun:
+    def __init__(self, runner: Runner, choose: Chooser) -> None:
+        self.runner = runner
+        self.hands = runner.hands
+        self.choose = choose
+        self.result = RunResult()
+        self.first_call = len(runner.kit.calls)
+        self.seen = runner.fake.journal.last_seq
+        self.start = self.seen
+        self.steps = 0
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.problems: list[Violation] = []
+        self.keep: set[str] = set()
+        self.outcomes: list[LeaseOutcome] = []
+
+    # -- the timeline ---------------------------------------------------------------------------
+
+    def line(self, line: str) -> None:
+        self.result.timeline.append(self.hands.alias(line))
+
+    def _new_entries(self) -> list[Entry]:
+        entries = self.runner.fake.journal.newer_than(self.seen, tenant=self.hands.tenant.id)
+        if entries:
+            self.seen = entries[-1].seq
+        return entries
+
+    def _answers(self) -> None:
+        for entry in self._new_entries():
+            self.result.entry_lines[entry.seq] = len(self.result.timeline)
+            self.line(f"        {entry.describe()}")
+
+    # -- driving --------------------------------------------------------------------------------
+
+    async def drive(
+        self, tasks: Sequence[tuple[str, asyncio.Task[Any]]], *, race: bool = False
+    ) -> None:
+        """Take steps until every task is over; in the race, ``choose`` decides."""
+        ended: set[asyncio.Task[Any]] = set()
+        while True:
+            await self.runner.quiet()
+            self._answers()
+            self._report_ended(tasks, ended)
+            steps = self.hands.enabled()
+            if not steps:
+                if all(task.done() for _, task in tasks):
+                    return
+                await self.runner.quiet(any_timer=True)  # only far timers left: timeouts
+                self._answers()
+                self._report_ended(tasks, ended)
+                if self.hands.enabled() or all(task.done() for _, task in tasks):
+                    continue
+                self._hung(tasks)
+                return
+            if self.steps >= MAX_STEPS_PER_RUN:
+                self.problems.append(
+                    Violation(
+                        text.HOST_FINISHES,
+                        None,
+                        text.TOO_MANY_STEPS_WHAT.format(limit=MAX_STEPS_PER_RUN),
+                        text.NEVER_FINISHED_FIX,
+                    )
+                )
+                self._hung(tasks)
+                return
+            self.steps += 1
+            self.take(self._decide(steps) if race else steps[0], race=race)
+
+    def _decide(self, steps: list[Step]) -> Step:
+        position = len(self.result.decisions)
+        chosen = None
+        if self.result.diverged is None:
+            try:
+                chosen = self.choose(position, steps)
+            except Diverged as exc:
+                self.result.diverged = str(exc)
+        decision = Decision(tuple(steps), chosen or steps[0], chosen is not None)
+        self.result.decisions.append(decision)
+        return decision.chosen
+
+    def take(self, step: Step, *, race: bool) -> None:
+        mark = "*" if race and self.result.decisions[-1].chosen_by_schedule else " "
+        number = f"{len(self.result.decisions)}." if race else "-"
+        self.line(f"  {mark}{number:>4} {step.label}")
+        self.hands.take(step)
+
+    def _report_ended(
+        self, tasks: Sequence[tuple[str, asyncio.Task[Any]]], ended: set[asyncio.Task[Any]]
+    ) -> None:
+        for call, task in tasks:
+            if task.done() and task not in ended:
+                ended.add(task)
+                self.line(f"        {call} {_ending(task)}")
+
+    def _hung(self, tasks: Sequence[tuple[str, asyncio.Task[Any]]]) -> None:
+        for call, task in tasks:
+            if not task.done():
+                self.problems.append(
+                    Violation(
+                        text.HOST_FINISHES,
+                        None,
+                        self.hands.alias(text.NEVER_FINISHED_WHAT.format(call=call)),
+                        text.NEVER_FINISHED_FIX,
+                    )
+                )
+                task.cancel()
+
+    async def call(self, call: str, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A host call outside the race (set-up, probes), every step the default."""
+        task = host_task(coroutine)
+        self.tasks.append(task)
+        self.line(f"  {call}")
+        await self.drive([(call, task)])
+        await asyncio.wait({task})
+        return task
+
+    # -- the run --------------------------------------------------------------------------------
+
+    async def play(self, host: Any) -> None:
+        workload = self.runner.workload
+        if workload.needs_shutdown and not callable(getattr(host, "shutdown", None)):
+            raise ExploreError(text.NO_SHUTDOWN_WORKLOAD.format(workload=workload.name))
+        self.line("set-up:")
+        leases: list[Any] = []
+        sandboxes: list[str] = []
+        for _ in range(workload.leases):
+            before = set(self.hands.sandboxes)
+            task = await self.call("acquire()", host.acquire())
+            if task.cancelled() or task.exception() is not None:
+                raise ExploreError(f"the set-up's acquire() failed: {_ending(task)}")
+            leases.append(task.result())
+            created = [s for s in self.hands.sandboxes if s not in before]
+            if not created:
+                raise ExploreError("the set-up's acquire() created no sandbox")
+            sandboxes.append(created[-1])
+        self.keep.update(sandboxes)
+        for lease in workload.released:
+            await self.call(f"release(L{lease + 1})", host.release(leases[lease]))
+        self.line(f"race: {workload.describe()}")
+        ops = [(op.describe(), op, host_task(op.call(host, leases))) for op in workload.ops]
+        self.tasks += [task for _, _, task in ops]
+        await self.drive([(call, task) for call, _, task in ops], race=True)
+        self.line("after the race:")
+        for call, op, task in ops:
+            await self._judge(host, call, op, task, sandboxes)
+
+    async def _judge(
+        self, host: Any, call: str, op: Op, task: asyncio.Task[Any], sandboxes: list[str]
+    ) -> None:
+        failed = task.cancelled() or task.exception() is not None
+        if op.hook == "acquire" and not failed:
+            self.keep.update(s for s in self.hands.sandboxes if s in repr(task.result()))
+        if op.hook != "resume":
+            return
+        assert op.lease is not None
+        original = sandboxes[op.lease]
+        if failed:
+            self.outcomes.append(LeaseOutcome(original, None, f"{call} {_ending(task)}"))
+            return
+        self._answers()
+        mark = self.seen
+        command = self.runner.kit.probe_command
+        probe = await self.call(f"run(<{call}>, {command})", host.run(task.result(), command))
+        work = [
+            entry.sandbox
+            for entry in self.runner.fake.journal.newer_than(mark, tenant=self.hands.tenant.id)
+            if entry.kind == "request" and (entry.method, entry.route) in WORK
+        ]
+        final = work[-1] if work else None
+        error = None if not (probe.cancelled() or probe.exception()) else _ending(probe)
+        self.outcomes.append(LeaseOutcome(original, final, error and f"run() on it {error}"))
+        if final is not None and final != original:
+            self.keep.discard(original)  # replaced: the old sandbox must be gone
+            self.keep.add(final)
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            if not task.done():
+                task.cancel()
+        if self.tasks:
+            await asyncio.wait(self.tasks)
+        runner = self.runner
+        tenant = self.hands.tenant.id
+        journal = Journal.of(runner.fake.journal.newer_than(self.start, tenant=tenant))
+        self.result.violations = [
+            *self.problems,
+            *check_all(
+                journal,
+                outcomes=self.outcomes,
+                keep=self.keep,
+                max_attempts_per_second=runner.kit.max_attempts_per_second,
+                calls=runner.kit.calls[self.first_call :],
+            ),
+        ]
+        self.result.names = self.hands.sandboxes
+        self.hands.destroy_run_sandboxes()
+
+
+def _ending(task: asyncio.Task[Any]) -> str:
+    if task.cancelled():
+        return "was cancelled"
+    error = task.exception()
+    if error is not None:
+        return f"raised {text.error_text(error)}"
+    return "returned"
