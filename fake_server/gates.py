@@ -72,7 +72,9 @@ class Gate:
             await future
         finally:
             self.held -= 1
-            self.holding.remove(request)
+            # By identity: two held requests may be equal (same path, same manual-clock time).
+            index = next(i for i, held in enumerate(self.holding) if held is request)
+            del self.holding[index]
             del self._by_request[id(request)]
             if future in self._waiting:  # the client went away while held
                 self._waiting.remove(future)

@@ -15,12 +15,15 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import re
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fake_server.clock import ManualClock
 from fake_server.fake import FakeCreateOS
 from fake_server.journal import Entry, Journal
 from pytest_createos import _kit_messages as text
@@ -41,6 +44,7 @@ MAX_STEPS_PER_RUN = 600
 #: A host sleep due within this many seconds is the host's next move, not a timeout.
 DEFAULT_HORIZON_S = 5.0
 _GATE_IDS = itertools.count(1)
+_OWN_RULE = re.compile(r" rules=\S+")
 
 
 class Diverged(Exception):
@@ -122,7 +126,7 @@ class Runner:
                 "the explorer needs the fake on the test's own event loop: build the kit on "
                 "createos_aiohttp_server, e.g. ConformanceKit(createos_aiohttp_server)"
             )
-        if not getattr(fake.clock, "manual", False):
+        if not isinstance(fake.clock, ManualClock):
             raise ExploreError(
                 "the explorer decides when transitions end on the fake's manual clock: mark "
                 "the test @pytest.mark.createos(manual_clock=True)"
@@ -158,6 +162,29 @@ class Runner:
         return run.result
 
 
+class _HostCall:
+    """A host call of a run: its text, the sandbox it concerns (run name), how to start it,
+    and its task once started."""
+
+    def __init__(
+        self, text: str, sandbox: str | None, start: Callable[[], Coroutine[Any, Any, Any]]
+    ) -> None:
+        self.text = text
+        self.sandbox = sandbox
+        self._start = start
+        self.task: asyncio.Task[Any] | None = None
+        self.start_step: Step | None = None
+        self.reported = False
+
+    def start(self) -> asyncio.Task[Any]:
+        self.task = host_task(self._start())
+        return self.task
+
+    @property
+    def done(self) -> bool:
+        return self.task is not None and self.task.done()
+
+
 class _OneRun:
     def __init__(self, runner: Runner, choose: Chooser) -> None:
         self.runner = runner
@@ -172,6 +199,8 @@ class _OneRun:
         self.problems: list[Violation] = []
         self.keep: set[str] = set()
         self.outcomes: list[LeaseOutcome] = []
+        #: Set while the calls that never finished are being cancelled.
+        self.draining = False
 
     # -- the timeline ---------------------------------------------------------------------------
 
@@ -187,29 +216,28 @@ class _OneRun:
     def _answers(self) -> None:
         for entry in self._new_entries():
             self.result.entry_lines[entry.seq] = len(self.result.timeline)
-            self.line(f"        {entry.describe()}")
+            # Every request fires the explorer's own gate rule: saying so is noise.
+            self.line("        " + _OWN_RULE.sub("", entry.describe()))
 
     # -- driving --------------------------------------------------------------------------------
 
-    async def drive(
-        self, tasks: Sequence[tuple[str, asyncio.Task[Any]]], *, race: bool = False
-    ) -> None:
-        """Take steps until every task is over; in the race, ``choose`` decides."""
-        ended: set[asyncio.Task[Any]] = set()
+    async def drive(self, calls: Sequence[_HostCall], *, race: bool = False) -> None:
+        """Take steps until every call is over; in the race, ``choose`` decides (starting a
+        call is a step too there)."""
         while True:
             await self.runner.quiet()
             self._answers()
-            self._report_ended(tasks, ended)
-            steps = self.hands.enabled()
+            self._report_ended(calls)
+            steps = self._starts(calls) + self.hands.enabled()
             if not steps:
-                if all(task.done() for _, task in tasks):
+                if all(call.done for call in calls):
                     return
                 await self.runner.quiet(any_timer=True)  # only far timers left: timeouts
                 self._answers()
-                self._report_ended(tasks, ended)
-                if self.hands.enabled() or all(task.done() for _, task in tasks):
+                self._report_ended(calls)
+                if self.hands.enabled() or all(call.done for call in calls):
                     continue
-                self._hung(tasks)
+                await self._hung(calls)
                 return
             if self.steps >= MAX_STEPS_PER_RUN:
                 self.problems.append(
@@ -220,10 +248,27 @@ class _OneRun:
                         text.NEVER_FINISHED_FIX,
                     )
                 )
-                self._hung(tasks)
+                await self._hung(calls)
                 return
             self.steps += 1
-            self.take(self._decide(steps) if race else steps[0], race=race)
+            step = self._decide(steps) if race else steps[0]
+            self.take(step, race=race)
+            for call in calls:
+                if call.start_step is not None and call.start_step.label == step.label:
+                    self.tasks.append(call.start())
+
+    @staticmethod
+    def _starts(calls: Sequence[_HostCall]) -> list[Step]:
+        """Starting the next call not started yet is a step (before every other step by
+        default): calls start in the workload's order, each while the ones before it are in
+        flight, or later, as the schedule says."""
+        for index, call in enumerate(calls):
+            if call.task is None:
+                repeats = sum(1 for other in calls[:index] if other.text == call.text)
+                label = f"start {call.text}" + (f"#{repeats + 1}" if repeats else "")
+                call.start_step = Step(label, call.sandbox, -1)
+                return [call.start_step]
+        return []
 
     def _decide(self, steps: list[Step]) -> Step:
         position = len(self.result.decisions)
@@ -241,35 +286,42 @@ class _OneRun:
         mark = "*" if race and self.result.decisions[-1].chosen_by_schedule else " "
         number = f"{len(self.result.decisions)}." if race else "-"
         self.line(f"  {mark}{number:>4} {step.label}")
-        self.hands.take(step)
+        if not step.label.startswith("start "):
+            self.hands.take(step)
 
-    def _report_ended(
-        self, tasks: Sequence[tuple[str, asyncio.Task[Any]]], ended: set[asyncio.Task[Any]]
-    ) -> None:
-        for call, task in tasks:
-            if task.done() and task not in ended:
-                ended.add(task)
-                self.line(f"        {call} {_ending(task)}")
+    def _report_ended(self, calls: Sequence[_HostCall]) -> None:
+        for call in calls:
+            if call.task is not None and call.task.done() and not call.reported:
+                call.reported = True
+                self.line(f"        {call.text} {_ending(call.task)}")
 
-    def _hung(self, tasks: Sequence[tuple[str, asyncio.Task[Any]]]) -> None:
-        for call, task in tasks:
-            if not task.done():
-                self.problems.append(
-                    Violation(
-                        text.HOST_FINISHES,
-                        None,
-                        self.hands.alias(text.NEVER_FINISHED_WHAT.format(call=call)),
-                        text.NEVER_FINISHED_FIX,
-                    )
+    async def _hung(self, calls: Sequence[_HostCall]) -> None:
+        """Report and cancel the calls still running; their cancellation may send requests
+        of its own (a terminate), which are let through by default."""
+        hung = [call for call in calls if call.task is not None and not call.task.done()]
+        for call in hung:
+            self.problems.append(
+                Violation(
+                    text.HOST_FINISHES,
+                    None,
+                    self.hands.alias(text.NEVER_FINISHED_WHAT.format(call=call.text)),
+                    text.NEVER_FINISHED_FIX,
                 )
-                task.cancel()
+            )
+            assert call.task is not None
+            call.task.cancel()
+        if hung and not self.draining:
+            self.draining = True
+            await self.drive(hung)
 
-    async def call(self, call: str, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    async def call(self, text_: str, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A host call outside the race (set-up, probes), every step the default."""
-        task = host_task(coroutine)
-        self.tasks.append(task)
-        self.line(f"  {call}")
-        await self.drive([(call, task)])
+        call = _HostCall(text_, None, lambda: coroutine)
+        self.tasks.append(call.start())
+        self.line(f"  {text_}")
+        await self.drive([call])
+        task = call.task
+        assert task is not None
         await asyncio.wait({task})
         return task
 
@@ -296,12 +348,20 @@ class _OneRun:
         for lease in workload.released:
             await self.call(f"release(L{lease + 1})", host.release(leases[lease]))
         self.line(f"race: {workload.describe()}")
-        ops = [(op.describe(), op, host_task(op.call(host, leases))) for op in workload.ops]
-        self.tasks += [task for _, _, task in ops]
-        await self.drive([(call, task) for call, _, task in ops], race=True)
+        names = self.hands.sandboxes
+        calls = [
+            _HostCall(
+                op.describe(),
+                None if op.lease is None else names[sandboxes[op.lease]],
+                functools.partial(op.call, host, leases),
+            )
+            for op in workload.ops
+        ]
+        await self.drive(calls, race=True)
         self.line("after the race:")
-        for call, op, task in ops:
-            await self._judge(host, call, op, task, sandboxes)
+        for call, op in zip(calls, workload.ops, strict=True):
+            assert call.task is not None, "the race starts every call"
+            await self._judge(host, call.text, op, call.task, sandboxes)
 
     async def _judge(
         self, host: Any, call: str, op: Op, task: asyncio.Task[Any], sandboxes: list[str]

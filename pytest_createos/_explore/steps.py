@@ -165,12 +165,8 @@ class FakeHands:
         """Every step possible now, oldest first."""
         found: list[tuple[int, str, str | None, object]] = []
         assert self._gate is not None, "the hands hold nothing until entered"
-        for held in self._gate.holding:
-            if held.tenant != self.tenant.id:
-                continue
-            label = f"{held.method} {self._path_label(held.path)}"
-            sandbox = self.name_of(held.sandbox) if held.sandbox else None
-            found.append((self._order_of(held), label, sandbox, held))
+        # Transitions first: one seen for the first time began during the last step, before
+        # its answer reached the host, so before any request the host sent in reaction.
         self._name_new_sandboxes()
         for sandbox_id, name in self._names.items():
             record = self.tenant.sandboxes.get(sandbox_id)
@@ -178,6 +174,12 @@ class FakeHands:
             if record is not None and pending is not None and not pending.stuck:
                 label = f"finish {name} {record.status.value}"
                 found.append((self._order_of(pending), label, name, record))
+        for held in self._gate.holding:
+            if held.tenant != self.tenant.id:
+                continue
+            label = f"{held.method} {self._path_label(held.path)}"
+            sandbox = self.name_of(held.sandbox) if held.sandbox else None
+            found.append((self._order_of(held), label, sandbox, held))
         found.sort(key=lambda item: item[0])
         seen: dict[str, int] = {}
         steps: list[Step] = []
