@@ -35,9 +35,10 @@ IDLE_TURNS = 2
 #: Loop turns one settling may take before the host is declared never settling.
 MAX_TURNS = 200_000
 #: How long (real seconds) the explorer lets the fake's shell work on another thread while
-#: the loop is idle, before it counts what still runs as long-lived (a ``cat`` waiting for
-#: its stdin, a ``sleep`` on the clock): the one real wait of the explorer.
-DEFAULT_BUSY_SETTLE_S = 0.05
+#: the loop is idle, before it counts what still runs as long-lived (a ``sleep`` on the
+#: clock): the one real wait of the explorer. Commands blocked on their stdin are known not
+#: to compute and never cost it; a busy machine may hold a computing thread back for a while.
+DEFAULT_BUSY_SETTLE_S = 1.0
 #: How often the loop is looked at again meanwhile (real seconds).
 BUSY_POLL_S = 0.0002
 

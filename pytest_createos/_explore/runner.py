@@ -136,7 +136,13 @@ class Runner:
         self.hands = FakeHands(fake, kit.server.api_key, f"explore-{next(_GATE_IDS)}")
         self.time = VirtualTime(loop, fake.clock.advance)
         shell = fake.runtime.shell
-        self.quiet = Quiescence(loop, self.time, horizon_s, busy=lambda: not shell.idle)
+
+        def computing() -> bool:
+            # A command the fake's shell runs may compute on its interpreter's thread, which
+            # the loop cannot see; one blocked on its stdin is not computing.
+            return shell.running > self.hands.waiting_for_stdin()
+
+        self.quiet = Quiescence(loop, self.time, horizon_s, busy=computing)
         #: Runs made so far.
         self.runs = 0
 
