@@ -76,6 +76,7 @@ from pytest_createos._explore import (
 )
 from pytest_createos._explore.reference import lease_params, reference_host
 from pytest_createos._explore.runner import DEFAULT_HORIZON_S
+from pytest_createos._explore.testclass import HostExploration
 from pytest_createos._scenarios import (
     PROVIDER_SCENARIOS,
     SCENARIOS,
@@ -102,6 +103,7 @@ __all__ = [
     "ExploreReport",
     "Host",
     "HostConformance",
+    "HostExploration",
     "HostFactory",
     "LeaseHostAdapter",
     "LeaseOutcome",

@@ -86,7 +86,7 @@ class FakeHands:
         self._orders: dict[int, tuple[object, int]] = {}
         self._names: dict[str, str] = {}
         self._other_ids: dict[str, str] = {}
-        self._known: set[str] = set()
+        self._newest_before: str | None = None
         self._steps: dict[str, tuple[Step, object]] = {}
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ class FakeHands:
         self._names.clear()
         self._other_ids.clear()
         self._orders.clear()
-        self._known = set(self.tenant.sandboxes)
+        self._newest_before = next(reversed(self.tenant.sandboxes), None)
 
     # -- names ----------------------------------------------------------------------------------
 
@@ -124,9 +124,15 @@ class FakeHands:
         return self._names.get(sandbox_id, sandbox_id)
 
     def _name_new_sandboxes(self) -> None:
-        for sandbox_id in self.tenant.sandboxes:
-            if sandbox_id not in self._names and sandbox_id not in self._known:
-                self._names[sandbox_id] = f"L{len(self._names) + 1}"
+        # New sandboxes join the end of the tenant's (creation-ordered) dict: read back from
+        # the end to the first one already known, not through every sandbox of every run.
+        new = []
+        for sandbox_id in reversed(self.tenant.sandboxes):
+            if sandbox_id in self._names or sandbox_id == self._newest_before:
+                break
+            new.append(sandbox_id)
+        for sandbox_id in reversed(new):
+            self._names[sandbox_id] = f"L{len(self._names) + 1}"
 
     @property
     def sandboxes(self) -> dict[str, str]:

@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,30 +85,31 @@ class FollowSchedule:
         )
 
 
-@dataclass
-class _Node:
-    """A decision point of the search tree: the steps possible there, the ones asleep (already
-    covered by an equivalent order), the ones tried, and the one the current branch takes."""
+@dataclass(order=True)
+class _Branch:
+    """A schedule still to run: the steps of its prefix (the last one is the branch taken)
+    and the sleep set below it; explored fewest deviations from the default first."""
 
-    steps: tuple[Step, ...]
-    sleep: dict[str, Step]
-    chosen: Step
-    done: dict[str, Step] = field(default_factory=dict)
+    deviations: int
+    length: int
+    number: int
+    prefix: list[str] = field(compare=False)
+    sleep: dict[str, Step] = field(compare=False)
 
-    def child_sleep(self) -> dict[str, Step]:
-        """The sleep set below the chosen step: every step asleep or tried here that commutes
-        with it (an order starting with it is covered where it was tried)."""
-        candidates = {**self.sleep, **self.done}
-        candidates.pop(self.chosen.label, None)
-        return {
-            label: step for label, step in candidates.items() if step.independent_of(self.chosen)
-        }
+
+def _child_sleep(sleep: dict[str, Step], earlier: Sequence[Step], chosen: Step) -> dict[str, Step]:
+    """The sleep set below ``chosen``: every step asleep here or taken here before it (an
+    earlier sibling) that commutes with it (an order starting with it is covered there)."""
+    candidates = {**sleep, **{step.label: step for step in earlier}}
+    candidates.pop(chosen.label, None)
+    return {label: step for label, step in candidates.items() if step.independent_of(chosen)}
 
 
 class Exhaustive:
-    """Depth-first search of the race's first ``max_steps`` decisions (later ones take the
-    default), with sleep sets: of two orders that differ only in steps on different sandboxes,
-    one is run.
+    """Every order of the race's first ``max_steps`` decisions (later ones take the default),
+    with sleep sets: of two orders that differ only in steps on different sandboxes, one is
+    run. Schedules with fewer deviations from the default order run first, so a bug that
+    needs one unusual step is found before the search wanders deep.
 
     Example::
 
@@ -115,63 +118,81 @@ class Exhaustive:
 
     def __init__(self, max_steps: int) -> None:
         self.max_steps = max_steps
-        self._stack: list[_Node] = []
-        self._branch = 0
-        self._started = False
+        self._frontier: list[_Branch] = [_Branch(0, 0, 0, [], {})]
+        self._numbers = itertools.count(1)
+        self._branch: _Branch | None = None
+        self._decisions: list[tuple[tuple[Step, ...], dict[str, Step], Step]] = []
         #: Runs whose every possible step was asleep from some point on: an equivalent order
         #: ran already (they are run to the end, but not counted as new schedules).
         self.redundant = 0
         self._redundant_run = False
 
     def next_chooser(self) -> Chooser | None:
-        """The chooser of the next run, or ``None`` once the tree is covered."""
-        if self._started and not self._backtrack():
+        """The chooser of the next run, or ``None`` once every order is covered."""
+        if not self._frontier:
             return None
-        self._started = True
+        self._branch = heapq.heappop(self._frontier)
+        self._decisions = []
         self._redundant_run = False
         return self._choose
 
     def ran(self, result: RunResult) -> bool:
-        """Take note of a finished run; returns whether it was a new schedule."""
+        """Take note of a finished run (its new decision points become branches to run);
+        returns whether it was a new schedule."""
+        branch = self._branch
+        assert branch is not None, "ran() follows a run of next_chooser()'s chooser"
+        deviations = branch.deviations
+        path = list(branch.prefix)
+        for steps, sleep, chosen in self._decisions:
+            awake = [step for step in steps if step.label not in sleep]
+            for index, sibling in enumerate(awake):
+                if sibling is chosen or index == 0:
+                    continue
+                extra = 0 if sibling is steps[0] else 1
+                heapq.heappush(
+                    self._frontier,
+                    _Branch(
+                        deviations + extra,
+                        len(path) + 1,
+                        next(self._numbers),
+                        [*path, sibling.label],
+                        _child_sleep(sleep, awake[:index], sibling),
+                    ),
+                )
+            deviations += 0 if chosen is steps[0] else 1
+            path.append(chosen.label)
         if self._redundant_run:
             self.redundant += 1
             return False
         return True
 
-    def _backtrack(self) -> bool:
-        for index in range(len(self._stack) - 1, -1, -1):
-            node = self._stack[index]
-            for step in node.steps:
-                if step.label not in node.done and step.label not in node.sleep:
-                    node.done[step.label] = step
-                    node.chosen = step
-                    del self._stack[index + 1 :]
-                    self._branch = index + 1
-                    return True
-        return False
-
     def _choose(self, position: int, steps: Sequence[Step]) -> Step | None:
+        branch = self._branch
+        assert branch is not None
+        if position < len(branch.prefix):
+            wanted = branch.prefix[position]
+            for step in steps:
+                if step.label == wanted:
+                    return step
+            raise Diverged(
+                text.SCHEDULE_DIVERGED.format(
+                    position=position + 1, label=wanted, enabled=[s.label for s in steps]
+                )
+            )
         if position >= self.max_steps or self._redundant_run:
             return None
-        if position < self._branch:
-            node = self._stack[position]
-            if [s.label for s in steps] != [s.label for s in node.steps]:
-                raise Diverged(
-                    text.SCHEDULE_DIVERGED.format(
-                        position=position + 1,
-                        label=node.chosen.label,
-                        enabled=[s.label for s in steps],
-                    )
-                )
-            return next(s for s in steps if s.label == node.chosen.label)
-        sleep = self._stack[-1].child_sleep() if self._stack else {}
+        if self._decisions:
+            previous_steps, previous_sleep, previous = self._decisions[-1]
+            awake_before = [s for s in previous_steps if s.label not in previous_sleep]
+            earlier = awake_before[: awake_before.index(previous)]
+            sleep = _child_sleep(previous_sleep, earlier, previous)
+        else:
+            sleep = branch.sleep
         awake = [step for step in steps if step.label not in sleep]
         if not awake:
             self._redundant_run = True
             return None
-        node = _Node(tuple(steps), sleep, awake[0], {awake[0].label: awake[0]})
-        self._stack.append(node)
-        self._branch = len(self._stack)
+        self._decisions.append((tuple(steps), sleep, awake[0]))
         return awake[0]
 
 
