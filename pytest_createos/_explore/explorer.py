@@ -166,17 +166,20 @@ class ExploreReport:
 
 
 def _first_flagged(result: RunResult) -> int | None:
-    """The timeline line of the earliest-arriving request a violation shows."""
-    flagged = [
-        entry
-        for violation in result.violations
-        for entry in violation.entries
-        if entry.kind == "request"
-    ]
-    for entry in sorted(flagged, key=lambda entry: entry.opened):
-        line = result.entry_lines.get(entry.seq)
-        if line is not None:
-            return line
+    """The timeline line of the request where the host went wrong: in the first violation that
+    shows requests, the first one that arrived while another one it shows was in flight (a
+    resume during the pause), else its first request."""
+    for violation in result.violations:
+        requests = [entry for entry in violation.entries if entry.kind == "request"]
+        if not requests:
+            continue
+        racing = [
+            entry
+            for entry in requests
+            if any(other.opened < entry.opened < other.seq for other in requests)
+        ]
+        culprit = min(racing or requests, key=lambda entry: entry.opened)
+        return result.entry_lines.get(culprit.seq)
     return None
 
 

@@ -35,7 +35,15 @@ from pytest_createos._explore.workloads import Op, Workload
 if TYPE_CHECKING:
     from pytest_createos.kit import ConformanceKit, Host
 
-__all__ = ["Chooser", "Decision", "Diverged", "HostFactory", "RunResult", "Runner"]
+__all__ = [
+    "Chooser",
+    "Decision",
+    "Diverged",
+    "HostFactory",
+    "Redundant",
+    "RunResult",
+    "Runner",
+]
 
 #: Builds a fresh host for one run, and closes it afterwards.
 HostFactory = Callable[["ConformanceKit"], AbstractAsyncContextManager["Host[Any]"]]
@@ -49,6 +57,10 @@ _OWN_RULE = re.compile(r" rules=\S+")
 
 class Diverged(Exception):
     """A schedule cannot be followed: the step it names is not possible here."""
+
+
+class Redundant(Exception):
+    """Every step possible here leads to orders that ran already: the run is cut short."""
 
 
 class Chooser(Protocol):
@@ -81,6 +93,8 @@ class RunResult:
     diverged: str | None = None
     #: The run's own names for its sandboxes (id -> ``L1``...), to read its violations.
     names: dict[str, str] = field(default_factory=dict)
+    #: Cut short: an equivalent order ran already (nothing is judged).
+    redundant: bool = False
     #: The timeline line of each journal entry the run shows, by ``seq``.
     entry_lines: dict[int, int] = field(default_factory=dict)
 
@@ -160,10 +174,17 @@ class Runner:
         self.runs += 1
         self.hands.new_run()
         run = _OneRun(self, choose)
+        # The host is built and closed as host calls too: whatever it sends then is let
+        # through by default, rather than held with nobody to let it go.
+        factory = self.make_host(self.kit)
+        opened = await run.call("", factory.__aenter__(), shown=False)
         try:
-            async with self.make_host(self.kit) as host:
-                await run.play(host)
+            if opened.cancelled() or opened.exception() is not None:
+                raise ExploreError(f"make_host(kit) failed to build a host: {_ending(opened)}")
+            await run.play(opened.result())
         finally:
+            await run.leftovers()
+            await run.call("", factory.__aexit__(None, None, None), shown=False)
             await run.close()
         return run.result
 
@@ -173,22 +194,35 @@ class _HostCall:
     and its task once started."""
 
     def __init__(
-        self, text: str, sandbox: str | None, start: Callable[[], Coroutine[Any, Any, Any]]
+        self,
+        text: str,
+        sandbox: str | None,
+        start: Callable[[], Coroutine[Any, Any, Any]] | None,
+        task: asyncio.Task[Any] | None = None,
     ) -> None:
         self.text = text
         self.sandbox = sandbox
         self._start = start
-        self.task: asyncio.Task[Any] | None = None
+        self.task = task
         self.start_step: Step | None = None
         self.reported = False
 
     def start(self) -> asyncio.Task[Any]:
+        assert self._start is not None, "a call made of a running task is started already"
         self.task = host_task(self._start())
         return self.task
 
     @property
     def done(self) -> bool:
         return self.task is not None and self.task.done()
+
+
+class _Unshown(_HostCall):
+    """A call whose end the timeline does not show (building the host, a run cut short)."""
+
+    def __init__(self, call: _HostCall) -> None:
+        super().__init__(call.text, None, None, call.task)
+        self.reported = True
 
 
 class _OneRun:
@@ -258,6 +292,8 @@ class _OneRun:
                 return
             self.steps += 1
             step = self._decide(steps) if race else steps[0]
+            if step is None:
+                return  # an order equivalent to this one ran already: cut the run short
             self.take(step, race=race)
             for call in calls:
                 if call.start_step is not None and call.start_step.label == step.label:
@@ -276,7 +312,7 @@ class _OneRun:
                 return [call.start_step]
         return []
 
-    def _decide(self, steps: list[Step]) -> Step:
+    def _decide(self, steps: list[Step]) -> Step | None:
         position = len(self.result.decisions)
         chosen = None
         if self.result.diverged is None:
@@ -284,6 +320,9 @@ class _OneRun:
                 chosen = self.choose(position, steps)
             except Diverged as exc:
                 self.result.diverged = str(exc)
+            except Redundant:
+                self.result.redundant = True
+                return None
         decision = Decision(tuple(steps), chosen or steps[0], chosen is not None)
         self.result.decisions.append(decision)
         return decision.chosen
@@ -320,16 +359,28 @@ class _OneRun:
             self.draining = True
             await self.drive(hung)
 
-    async def call(self, text_: str, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    async def call(
+        self, text_: str, coroutine: Coroutine[Any, Any, Any], *, shown: bool = True
+    ) -> asyncio.Task[Any]:
         """A host call outside the race (set-up, probes), every step the default."""
         call = _HostCall(text_, None, lambda: coroutine)
         self.tasks.append(call.start())
-        self.line(f"  {text_}")
-        await self.drive([call])
+        if shown:
+            self.line(f"  {text_}")
+        await self.drive([call] if shown else [_Unshown(call)])
         task = call.task
         assert task is not None
         await asyncio.wait({task})
         return task
+
+    async def leftovers(self) -> None:
+        """Cancel every host task still running (a run cut short), and let what they still
+        send through by default until they are over."""
+        running = [task for task in self.tasks if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await self.drive([_Unshown(_HostCall("", None, None, task)) for task in running])
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -364,6 +415,8 @@ class _OneRun:
             for op in workload.ops
         ]
         await self.drive(calls, race=True)
+        if self.result.redundant:
+            return
         self.line("after the race:")
         for call, op in zip(calls, workload.ops, strict=True):
             assert call.task is not None, "the race starts every call"
@@ -399,12 +452,11 @@ class _OneRun:
             self.keep.add(final)
 
     async def close(self) -> None:
-        for task in self.tasks:
-            if not task.done():
-                task.cancel()
-        if self.tasks:
-            await asyncio.wait(self.tasks)
         runner = self.runner
+        self.result.names = self.hands.sandboxes
+        if self.result.redundant:
+            self.hands.destroy_run_sandboxes()
+            return
         tenant = self.hands.tenant.id
         journal = Journal.of(runner.fake.journal.newer_than(self.start, tenant=tenant))
         self.result.violations = [
@@ -417,7 +469,6 @@ class _OneRun:
                 calls=runner.kit.calls[self.first_call :],
             ),
         ]
-        self.result.names = self.hands.sandboxes
         self.hands.destroy_run_sandboxes()
 
 

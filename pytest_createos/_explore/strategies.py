@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_createos import _kit_messages as text
-from pytest_createos._explore.runner import Chooser, Diverged, RunResult
+from pytest_createos._explore.runner import Chooser, Diverged, Redundant, RunResult
 from pytest_createos._explore.steps import Step
 
 __all__ = ["PCT", "Exhaustive", "FollowSchedule", "format_schedule", "parse_schedule"]
@@ -179,7 +179,7 @@ class Exhaustive:
                     position=position + 1, label=wanted, enabled=[s.label for s in steps]
                 )
             )
-        if position >= self.max_steps or self._redundant_run:
+        if position >= self.max_steps:
             return None
         if self._decisions:
             previous_steps, previous_sleep, previous = self._decisions[-1]
@@ -191,7 +191,7 @@ class Exhaustive:
         awake = [step for step in steps if step.label not in sleep]
         if not awake:
             self._redundant_run = True
-            return None
+            raise Redundant
         self._decisions.append((tuple(steps), sleep, awake[0]))
         return awake[0]
 
