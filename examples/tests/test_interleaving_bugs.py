@@ -119,7 +119,7 @@ class TestReferenceHostExplored(HostExploration):
     """The reference ``LeaseHost`` over every built-in workload (a bounded search here; the
     plugin's own suite explores each workload completely)."""
 
-    explore_budget = 15
+    explore_budget = 8
 
     @pytest.fixture
     def explore_host(self, createos_lease_params: dict[str, Any]) -> HostFactory:

@@ -268,7 +268,8 @@ class _OneRun:
             await self.runner.quiet()
             self._answers()
             self._report_ended(calls)
-            steps = self._starts(calls) + self.hands.enabled()
+            outcomes = self.runner.workload.outcomes if race else ()
+            steps = self._starts(calls) + self.hands.enabled(outcomes)
             if not steps:
                 if all(call.done for call in calls):
                     return

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fake_server.fake import FakeCreateOS
@@ -87,7 +88,7 @@ class FakeHands:
         self._names: dict[str, str] = {}
         self._other_ids: dict[str, str] = {}
         self._newest_before: str | None = None
-        self._steps: dict[str, tuple[Step, object]] = {}
+        self._steps: dict[str, tuple[Step, object, str | None]] = {}
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -167,8 +168,10 @@ class FakeHands:
 
     # -- steps ----------------------------------------------------------------------------------
 
-    def enabled(self) -> list[Step]:
-        """Every step possible now, oldest first."""
+    def enabled(self, outcomes: Sequence[str] = ()) -> list[Step]:
+        """Every step possible now, oldest first; with ``outcomes`` (of
+        :data:`~fake_server.gates.OUTCOMES`), every held request that changes something (not
+        a ``GET``) may also go on with each of them: ``POST L1/pause [lost]``."""
         found: list[tuple[int, str, str | None, object]] = []
         assert self._gate is not None, "the hands hold nothing until entered"
         # Transitions first: one seen for the first time began during the last step, before
@@ -194,18 +197,23 @@ class FakeHands:
             seen[label] = seen.get(label, 0) + 1
             if seen[label] > 1:
                 label = f"{label}#{seen[label]}"
-            step = Step(label, sandbox_name, order)
-            steps.append(step)
-            self._steps[label] = (step, target)
+            variants: Sequence[str | None] = [None]
+            if isinstance(target, HeldRequest) and target.method != "GET":
+                variants = [None, *outcomes]
+            for outcome in variants:
+                named = label if outcome is None else f"{label} [{outcome}]"
+                step = Step(named, sandbox_name, order)
+                steps.append(step)
+                self._steps[named] = (step, target, outcome)
         return steps
 
     def take(self, step: Step) -> None:
         """Let the step's request go on, or finish its transition (a step of the last
         :meth:`enabled`)."""
-        _, target = self._steps[step.label]
+        _, target, outcome = self._steps[step.label]
         if isinstance(target, HeldRequest):
             assert self._gate is not None
-            self._gate.release_request(target)
+            self._gate.release_request(target, outcome)
         else:
             assert isinstance(target, Sandbox)
             self.fake.lifecycle.finish_now(target)

@@ -15,6 +15,8 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fake_server.gates import OUTCOMES
+
 __all__ = [
     "WORKLOADS",
     "Op",
@@ -133,10 +135,20 @@ class Workload:
     #: Leases the set-up releases again before the race.
     released: tuple[int, ...] = ()
     summary: str = field(default="", compare=False)
+    #: Besides going on, each request of the race that changes something (not a ``GET``) may
+    #: be let go with these outcomes: ``"lost"`` (it takes effect, its answer is lost) and
+    #: ``"error"`` (answered 503, without effect).
+    outcomes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.ops:
             raise ValueError(f"workload {self.name!r} has no operations")
+        unknown = sorted(set(self.outcomes) - set(OUTCOMES))
+        if unknown:
+            raise ValueError(
+                f"workload {self.name!r}: outcome {unknown[0]!r} is not one of "
+                f"{', '.join(OUTCOMES)}"
+            )
         used = [op.lease for op in self.ops if op.lease is not None] + list(self.released)
         if any(lease < 0 or lease >= self.leases for lease in used):
             raise ValueError(

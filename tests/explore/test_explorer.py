@@ -173,6 +173,20 @@ async def test_a_bug_that_needs_an_order_is_found_shrunk_and_replayed(kit: Confo
 
 
 @explored
+async def test_answers_lost_or_failed_are_explored_as_steps(kit: ConformanceKit) -> None:
+    lossy = Workload("release-resume-lossy", (release(0), resume(0)), outcomes=("lost", "error"))
+    report = await kit.explore(factory(RawHost), lossy)
+    assert report.failure is not None, report.summary()
+    # The plain host gives up when its resume's answer is lost or fails: no lease comes back.
+    assert "resumed-or-replaced" in report.failure.failed_checks
+    last = report.failure.result.labels()[report.failure.steps - 1]
+    assert last.endswith(("[lost]", "[error]")), report.format()
+    assert "POST /v1/sandboxes/L1/resume -> " in report.format()
+    again = await kit.replay(factory(RawHost), report.failure.schedule, workloads=[lossy])
+    assert again.failed_checks == report.failure.failed_checks
+
+
+@explored
 async def test_pct_finds_it_too(kit: ConformanceKit) -> None:
     report = await kit.explore(factory(SleepyHost), "release-resume", strategy="pct", seed=3)
     assert report.failure is not None, report.summary()
@@ -250,3 +264,5 @@ def test_a_workload_is_checked_when_declared() -> None:
         Workload("empty", ops=())
     with pytest.raises(ValueError, match=r"outside L1\.\.L1: declare leases=2"):
         Workload("too-far", ops=(resume(1), run(0)))
+    with pytest.raises(ValueError, match="outcome 'late' is not one of lost, error"):
+        Workload("late", ops=(resume(0),), outcomes=("late",))

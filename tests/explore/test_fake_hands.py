@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import pytest
 
 from fake_server.clock import ManualClock
@@ -97,3 +98,43 @@ async def test_the_fake_is_handed_over_only_on_the_tests_own_loop(
     assert same_loop.same_loop_fake is same_loop.fake
     threaded: Any = createos_server.channel
     assert threaded.same_loop_fake is None
+
+
+async def test_a_held_request_goes_on_with_the_outcome_it_was_let_go_with() -> None:
+    gate = Gate("all")
+    request = held()
+    holding = asyncio.ensure_future(gate.hold(request))
+    await gate.wait_held(1)
+    with pytest.raises(ValueError, match="outcome must be one of lost, error, not 'late'"):
+        gate.release_request(request, "late")
+    assert gate.release_request(request, "lost")
+    assert await holding == "lost"
+
+
+@pytest.mark.asyncio
+@pytest.mark.createos(leak_check=False)  # the sandbox is what the test looks at afterwards
+@pytest.mark.parametrize(
+    ("outcome", "answer", "status"),
+    [("error", 503, "running"), ("lost", None, "pausing"), (None, 200, "pausing")],
+)
+async def test_a_pause_let_go_with_an_outcome(
+    createos_aiohttp_server: CreateosServer, outcome: str | None, answer: int | None, status: str
+) -> None:
+    server = createos_aiohttp_server
+    fake: Any = server.channel.same_loop_fake  # type: ignore[attr-defined]
+    headers = {"X-Api-Key": server.api_key}
+    async with aiohttp.ClientSession(server.url, headers=headers) as session:
+        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+            sandbox = (await created.json())["data"]["id"]
+        handle = server.faults.gate("pause", route="POST /v1/sandboxes/{id}/pause")
+        pausing = asyncio.ensure_future(session.post(f"/v1/sandboxes/{sandbox}/pause"))
+        await handle.async_wait_held(1)
+        gate = fake.faults.gates[handle.name]
+        assert gate.release_request(gate.holding[0], outcome)
+        if answer is None:
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await pausing
+        else:
+            async with await pausing as reply:
+                assert reply.status == answer
+    assert fake.find_sandbox(sandbox).status.value == status
