@@ -167,10 +167,12 @@ class ExploreReport:
 
 def _first_flagged(result: RunResult) -> int | None:
     """The timeline line of the request where the host went wrong: in the first violation that
-    shows requests, the first one that arrived while another one it shows was in flight (a
-    resume during the pause), else its first request."""
+    shows requests (of the race, if it shows any), the first one that arrived while another one
+    it shows was in flight (a resume during the pause), else its first request."""
     for violation in result.violations:
-        requests = [entry for entry in violation.entries if entry.kind == "request"]
+        shown = [entry for entry in violation.entries if entry.kind == "request"]
+        # The set-up's requests are the default order's; the race's are where orders differ.
+        requests = [entry for entry in shown if entry.opened > result.race_seq] or shown
         if not requests:
             continue
         racing = [

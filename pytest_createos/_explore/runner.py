@@ -93,6 +93,8 @@ class RunResult:
     diverged: str | None = None
     #: The run's own names for its sandboxes (id -> ``L1``...), to read its violations.
     names: dict[str, str] = field(default_factory=dict)
+    #: The journal's newest ``seq`` when the race started (the set-up's entries are older).
+    race_seq: int = 0
     #: Cut short: an equivalent order ran already (nothing is judged).
     redundant: bool = False
     #: The timeline line of each journal entry the run shows, by ``seq``.
@@ -112,9 +114,10 @@ class RunResult:
         return [decision.chosen.label for decision in self.decisions]
 
     def alias(self, line: str) -> str:
+        """``line`` with the run's names for its sandboxes, without the explorer's own rule."""
         for sandbox_id, name in self.names.items():
             line = line.replace(sandbox_id, name)
-        return line
+        return _OWN_RULE.sub("", line)
 
     def format_violations(self) -> str:
         return "\n".join(self.alias(violation.describe()) for violation in self.violations)
@@ -405,6 +408,8 @@ class _OneRun:
         self.keep.update(sandboxes)
         for lease in workload.released:
             await self.call(f"release(L{lease + 1})", host.release(leases[lease]))
+        self._answers()
+        self.result.race_seq = self.seen
         self.line(f"race: {workload.describe()}")
         names = self.hands.sandboxes
         calls = [
