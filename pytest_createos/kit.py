@@ -72,7 +72,11 @@ from pytest_createos._explore import (
     RunReport,
     Workload,
     explore,
+    release,
     replay,
+    resume,
+    run,
+    shutdown,
 )
 from pytest_createos._explore.reference import lease_params, reference_host
 from pytest_createos._explore.runner import DEFAULT_HORIZON_S
@@ -126,6 +130,10 @@ __all__ = [
     "check_unconfirmed_destroyed",
     "lease_params",
     "reference_host",
+    "release",
+    "resume",
+    "run",
+    "shutdown",
 ]
 
 LeaseT = TypeVar("LeaseT")

@@ -13,7 +13,6 @@ from typing import Any
 import aiohttp
 import pytest
 
-from pytest_createos._explore import release, resume, run
 from pytest_createos.kit import (
     WORKLOADS,
     ConformanceError,
@@ -22,6 +21,9 @@ from pytest_createos.kit import (
     HostFactory,
     Workload,
     reference_host,
+    release,
+    resume,
+    run,
 )
 from pytest_createos.server import CreateosServer
 
