@@ -181,9 +181,10 @@ class Runner:
         # through by default, rather than held with nobody to let it go.
         factory = self.make_host(self.kit)
         opened = await run.call("", factory.__aenter__(), shown=False)
+        if opened.cancelled() or opened.exception() is not None:
+            await run.close()
+            raise ExploreError(f"make_host(kit) failed to build a host: {_ending(opened)}")
         try:
-            if opened.cancelled() or opened.exception() is not None:
-                raise ExploreError(f"make_host(kit) failed to build a host: {_ending(opened)}")
             await run.play(opened.result())
         finally:
             await run.leftovers()

@@ -261,6 +261,18 @@ async def test_a_workload_with_shutdown_needs_a_host_with_one(kit: ConformanceKi
         await kit.explore(factory(RawHost), "run-shutdown")
 
 
+@explored
+async def test_a_host_factory_that_fails_is_reported(kit: ConformanceKit) -> None:
+    @contextlib.asynccontextmanager
+    async def broken(kit: ConformanceKit) -> AsyncIterator[RawHost]:
+        raise RuntimeError("no credentials")
+        yield  # an async generator, as a factory is
+
+    failed = r"make_host\(kit\) failed to build a host: raised RuntimeError"
+    with pytest.raises(ExploreError, match=failed):
+        await kit.explore(broken, "release-resume")
+
+
 def test_a_workload_is_checked_when_declared() -> None:
     with pytest.raises(ValueError, match="no operations"):
         Workload("empty", ops=())
