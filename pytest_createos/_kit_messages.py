@@ -260,6 +260,10 @@ BAD_SCHEDULE: Final = (
     "{schedule!r} is not a schedule: write '<workload>: <step> > <step> > ...', as a failing "
     "exploration prints it"
 )
+NOT_DETERMINISTIC: Final = (
+    "the host is not deterministic: run again with the same steps, it sent other requests "
+    "({why}); the explorer needs a host whose requests depend only on the fake's answers"
+)
 FIRST_FLAGGED: Final = "   <-- the first request the checks flag"
 TIMELINE_HEADER: Final = (
     "timeline (steps the schedule chose are marked *, the others are the default):"

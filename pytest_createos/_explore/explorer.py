@@ -218,6 +218,8 @@ async def _exhaustive(runner: Runner, max_steps: int, budget: int) -> ExploreRep
         if choose is None:
             return _report(runner, "exhaustive", schedules, search.redundant, False, budget)
         result = await runner.run(choose)
+        if result.diverged is not None:
+            raise ExploreError(text.NOT_DETERMINISTIC.format(why=result.diverged))
         if search.ran(result):
             schedules += 1
             if result.failed:

@@ -127,6 +127,7 @@ class Quiescence:
         *,
         busy: Callable[[], bool] = lambda: False,
         busy_settle_s: float = DEFAULT_BUSY_SETTLE_S,
+        max_turns: int = MAX_TURNS,
     ):
         ready = getattr(loop, "_ready", None)
         scheduled = getattr(loop, "_scheduled", None)
@@ -134,11 +135,11 @@ class Quiescence:
             raise ExploreError(UNSUPPORTED_LOOP.format(loop=type(loop).__name__))
         self._loop = loop
         self._ready = ready
-        self._scheduled: list[asyncio.TimerHandle] = scheduled
         self._time = time
         self.horizon_s = horizon_s
         self._busy = busy
         self.busy_settle_s = busy_settle_s
+        self.max_turns = max_turns
         #: Loop turns spent settling so far (the benchmark reports them).
         self.turns = 0
 
@@ -146,9 +147,12 @@ class Quiescence:
         """When the host's next timer is due (loop time), if within ``horizon_s`` (any, for
         ``None``)."""
         now = self._loop.time()
+        # Read afresh every time: the loop replaces its timer heap when it sheds cancelled
+        # timers.
+        scheduled: list[asyncio.TimerHandle] = self._loop._scheduled  # type: ignore[attr-defined]
         due = [
             timer.when()
-            for timer in self._scheduled
+            for timer in scheduled
             if not timer.cancelled() and timer._context.get(HOST_TASK)  # type: ignore[attr-defined]  # asyncio's own
         ]
         if not due:
@@ -158,13 +162,21 @@ class Quiescence:
             return None
         return soonest
 
-    async def __call__(self, *, any_timer: bool = False) -> None:
-        """Return once the loop is idle and no host timer is due within the horizon (with
-        ``any_timer``: no host timer at all, however far, so timeouts fire too)."""
-        horizon = None if any_timer else self.horizon_s
+    def jump_to_next_host_timer(self) -> bool:
+        """Move virtual time to the host's next timer however far it is (a timeout, when the
+        host waits for nothing else); returns whether there was one."""
+        due = self.next_host_timer(None)
+        if due is None:
+            return False
+        self._time.jump(due - self._loop.time())
+        return True
+
+    async def __call__(self) -> None:
+        """Return once the loop is idle and no host timer is due within the horizon."""
+        horizon = self.horizon_s
         idle = 0
         busy_since: float | None = None
-        for _ in range(MAX_TURNS):
+        for _ in range(self.max_turns):
             await asyncio.sleep(0)
             self.turns += 1
             if self._ready:
@@ -186,4 +198,4 @@ class Quiescence:
                 return
             await asyncio.sleep(BUSY_POLL_S)
             idle = 0
-        raise ExploreError(NEVER_SETTLES.format(turns=MAX_TURNS))
+        raise ExploreError(NEVER_SETTLES.format(turns=self.max_turns))

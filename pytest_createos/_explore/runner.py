@@ -277,10 +277,8 @@ class _OneRun:
             if not steps:
                 if all(call.done for call in calls):
                     return
-                await self.runner.quiet(any_timer=True)  # only far timers left: timeouts
-                self._answers()
-                self._report_ended(calls)
-                if self.hands.enabled() or all(call.done for call in calls):
+                # Only far timers are left (timeouts): the next one fires, then look again.
+                if self.runner.quiet.jump_to_next_host_timer():
                     continue
                 await self._hung(calls)
                 return

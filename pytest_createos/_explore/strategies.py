@@ -95,6 +95,9 @@ class _Branch:
     number: int
     prefix: list[str] = field(compare=False)
     sleep: dict[str, Step] = field(compare=False)
+    #: The steps that were possible at each step of the prefix: a run that finds others has
+    #: a host that is not deterministic.
+    seen: list[tuple[str, ...]] = field(compare=False, default_factory=list)
 
 
 def _child_sleep(sleep: dict[str, Step], earlier: Sequence[Step], chosen: Step) -> dict[str, Step]:
@@ -143,7 +146,9 @@ class Exhaustive:
         assert branch is not None, "ran() follows a run of next_chooser()'s chooser"
         deviations = branch.deviations
         path = list(branch.prefix)
+        seen = list(branch.seen)
         for steps, sleep, chosen in self._decisions:
+            seen.append(tuple(step.label for step in steps))
             awake = [step for step in steps if step.label not in sleep]
             for index, sibling in enumerate(awake):
                 if sibling is chosen or index == 0:
@@ -157,6 +162,7 @@ class Exhaustive:
                         next(self._numbers),
                         [*path, sibling.label],
                         _child_sleep(sleep, awake[:index], sibling),
+                        list(seen),
                     ),
                 )
             deviations += 0 if chosen is steps[0] else 1
@@ -171,8 +177,9 @@ class Exhaustive:
         assert branch is not None
         if position < len(branch.prefix):
             wanted = branch.prefix[position]
+            labels = tuple(step.label for step in steps)
             for step in steps:
-                if step.label == wanted:
+                if step.label == wanted and labels == branch.seen[position]:
                     return step
             raise Diverged(
                 text.SCHEDULE_DIVERGED.format(

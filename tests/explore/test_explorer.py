@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
 
+from pytest_createos._explore import runner
 from pytest_createos.kit import (
     WORKLOADS,
     ConformanceError,
@@ -102,6 +104,24 @@ class SlowHost(RawHost):
         await self.status(lease)
         await asyncio.sleep(3)
         return await super().resume(lease)
+
+
+class CoinHost(RawHost):
+    """Lists its sandboxes first or not, as a coin falls: not deterministic."""
+
+    async def resume(self, lease: str) -> str:
+        if random.random() < 0.5:
+            await self.call("GET", "")
+        return await super().resume(lease)
+
+
+class PollingHost(RawHost):
+    """Polls for a status the sandbox never reaches."""
+
+    async def resume(self, lease: str) -> str:
+        while await self.status(lease) != "resumed":  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        return lease
 
 
 def factory(host_class: type[RawHost]) -> HostFactory:
@@ -271,6 +291,23 @@ async def test_a_host_factory_that_fails_is_reported(kit: ConformanceKit) -> Non
     failed = r"make_host\(kit\) failed to build a host: raised RuntimeError"
     with pytest.raises(ExploreError, match=failed):
         await kit.explore(broken, "release-resume")
+
+
+@explored
+async def test_a_host_that_is_not_deterministic_is_refused(kit: ConformanceKit) -> None:
+    random.seed(1)  # fixed: the coin falls both ways within a few runs, every time
+    with pytest.raises(ExploreError, match="the host is not deterministic"):
+        await kit.explore(factory(CoinHost), "release-resume")
+
+
+@explored
+async def test_a_host_that_never_stops_sending_is_cut_off(
+    kit: ConformanceKit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "MAX_STEPS_PER_RUN", 60)  # 600 by default: a slower test
+    report = await kit.explore(factory(PollingHost), "release-resume", max_schedules=1)
+    assert report.failure is not None
+    assert "the run took more than 60 steps" in report.format()
 
 
 def test_a_workload_is_checked_when_declared() -> None:
