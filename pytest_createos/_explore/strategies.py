@@ -139,6 +139,13 @@ class Exhaustive:
         self._redundant_run = False
         return self._choose
 
+    def again(self) -> Chooser:
+        """The chooser of the last run's branch once more (a run that diverged is run again
+        before the host is called not deterministic)."""
+        self._decisions = []
+        self._redundant_run = False
+        return self._choose
+
     def ran(self, result: RunResult) -> bool:
         """Take note of a finished run (its new decision points become branches to run);
         returns whether it was a new schedule."""
