@@ -39,18 +39,13 @@ class Step:
     it became possible: the default schedule takes the oldest first).
 
     Example:
-        >>> Step("finish L1 pausing", "L1", 7).is_transition
-        True
+        >>> Step("finish L1 pausing", "L1", 7).independent_of(Step("POST sandboxes", None, 8))
+        False
     """
 
     label: str
     sandbox: str | None
     order: int
-
-    @property
-    def is_transition(self) -> bool:
-        """True for a transition's end, False for a held request."""
-        return self.label.startswith("finish ")
 
     def independent_of(self, other: Step) -> bool:
         """Steps on two different sandboxes commute (partial-order reduction relies on it);
