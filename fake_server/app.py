@@ -241,6 +241,8 @@ async def _faulted(
     response = await handler(request)
     for rule in fired:
         response = await _after(fake, request, rule, sandbox, response)
+    if "drop_response" in request_scope.directives:  # released from a gate as "lost"
+        _drop(request)
     return response
 
 
@@ -261,7 +263,7 @@ def _drop(request: web.Request) -> None:
     raise _Dropped
 
 
-async def _hold(fake: FakeCreateOS, request: web.Request, rule: Rule) -> None:
+async def _hold(fake: FakeCreateOS, request: web.Request, rule: Rule) -> str | None:
     """Hold the request at its rule's gate until released, or until its client leaves: a
     client that gave up is no longer held (the gate's count says so at once) and its task ends
     (ConnectionResetError, journaled as closed by the client)."""
@@ -274,7 +276,8 @@ async def _hold(fake: FakeCreateOS, request: web.Request, rule: Rule) -> None:
             tenant=tenant.id if tenant is not None else None,
             sandbox=request.match_info.get("id"),
         )
-        await unless_client_leaves(request, rule.gate.hold(held))
+        return await unless_client_leaves(request, rule.gate.hold(held))
+    return None
 
 
 async def _before(
@@ -291,7 +294,11 @@ async def _before(
         # with a latency of days, nothing else would.
         await unless_client_leaves(request, fake.clock.sleep(fake.faults.latency_seconds(action)))
     elif kind == "gate" and action.get("when", "before") == "before":
-        await _hold(fake, request, rule)
+        outcome = await _hold(fake, request, rule)
+        if outcome == "error":
+            raise ApiError(503, errors.INJECTED_ERROR)
+        if outcome == "lost":  # the effect happens; the answer is dropped in _faulted
+            request_scope.directives = {**request_scope.directives, "drop_response": {}}
     elif kind == "error":
         retry_after = action.get("retry_after")
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else None

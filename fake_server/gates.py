@@ -18,7 +18,12 @@ import asyncio
 from collections import deque
 from dataclasses import asdict, dataclass
 
-__all__ = ["Gate", "GateTimeout", "HeldRequest"]
+__all__ = ["OUTCOMES", "Gate", "GateTimeout", "HeldRequest"]
+
+#: What a request let go with :meth:`Gate.release_request` may be told to do besides going on:
+#: ``lost`` takes effect, then its connection is closed before the answer (the lost answer);
+#: ``error`` is answered 503 without effect.
+OUTCOMES = ("lost", "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +50,16 @@ class Gate:
         self.held = 0
         self.passed = 0
         self.opened = False
-        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._waiting: deque[asyncio.Future[str | None]] = deque()
         self._watchers: list[tuple[int, asyncio.Future[None]]] = []
         #: The requests held right now, oldest first.
         self.holding: list[HeldRequest] = []
+        # Each held request's waiter by identity: two held requests may be equal as values.
+        self._by_request: dict[int, asyncio.Future[str | None]] = {}
 
-    async def hold(self, request: HeldRequest) -> None:
-        """Called by the fault engine for a matching request: wait until released.
+    async def hold(self, request: HeldRequest) -> str | None:
+        """Called by the fault engine for a matching request: wait until released. Returns the
+        outcome it was released with (one of :data:`OUTCOMES`), ``None`` for none.
 
         Example::
 
@@ -59,20 +67,25 @@ class Gate:
         """
         if self.opened:
             self.passed += 1
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            return None
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._waiting.append(future)
         self.holding.append(request)
+        self._by_request[id(request)] = future
         self.held += 1
         self._notify()
         try:
-            await future
+            outcome = await future
         finally:
             self.held -= 1
-            self.holding.remove(request)
+            # By identity: two held requests may be equal (same path, same manual-clock time).
+            index = next(i for i, held in enumerate(self.holding) if held is request)
+            del self.holding[index]
+            del self._by_request[id(request)]
             if future in self._waiting:  # the client went away while held
                 self._waiting.remove(future)
         self.passed += 1
+        return outcome
 
     def release(self, count: int | None = None) -> int:
         """Let ``count`` held requests through (all held ones if ``None``); returns how many.
@@ -87,6 +100,27 @@ class Gate:
                 future.set_result(None)
                 released += 1
         return released
+
+    def release_request(self, request: HeldRequest, outcome: str | None = None) -> bool:
+        """Let one particular held request (an item of :attr:`holding`, by identity) through,
+        whatever its place in the queue, optionally with an ``outcome`` (one of
+        :data:`OUTCOMES`); returns whether it was still held.
+
+        What a schedule explorer needs: it decides which held request goes on next, and how.
+
+        Example::
+
+            oldest_resume = next(r for r in gate.holding if r.path.endswith("/resume"))
+            gate.release_request(oldest_resume, outcome="lost")
+        """
+        if outcome is not None and outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
+        future = self._by_request.get(id(request))
+        if future is None or future.done():
+            return False
+        future.set_result(outcome)
+        self._waiting.remove(future)
+        return True
 
     def open(self) -> int:
         """Release everything held and stop holding; returns how many were released."""

@@ -272,6 +272,37 @@ class Journal:
         )
         return list(itertools.islice(matching, limit))
 
+    def newer_than(self, seq: int, *, tenant: str | None = None) -> list[Entry]:
+        """Entries with a ``seq`` above ``seq`` (of one tenant, if given), oldest first.
+
+        Entries are kept in ``seq`` order, so this reads from the newest end back to ``seq``
+        only: what a reader that polls after every step (the schedule explorer) can afford
+        on a full journal, where :meth:`entries` reads it all.
+
+        Example:
+            >>> Journal().newer_than(0)
+            []
+        """
+        newer: list[Entry] = []
+        for entry in reversed(self._settled()):
+            if entry.seq <= seq:
+                break
+            if tenant is None or entry.tenant == tenant:
+                newer.append(entry)
+        newer.reverse()
+        return newer
+
+    @property
+    def last_seq(self) -> int:
+        """The ``seq`` of the newest entry (0 for an empty journal).
+
+        Example:
+            >>> Journal().last_seq
+            0
+        """
+        entries = self._settled()
+        return entries[-1].seq if entries else 0
+
     def requests(self, **filters: Any) -> list[Entry]:
         """Request entries matching the filters of :meth:`entries`."""
         _check_filters("requests", filters, _REQUEST_FILTERS)

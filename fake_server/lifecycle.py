@@ -253,6 +253,25 @@ class Lifecycle:
         if pending.timer is None:
             self._finish(sandbox, pending)
 
+    def finish_now(self, sandbox: Sandbox) -> bool:
+        """Finish the sandbox's in-flight transition at once, whatever its clock says (a
+        schedule explorer deciding when a pause completes); a held (stuck) one stays held.
+        Returns whether a transition finished.
+
+        Example::
+
+            machine.pause(sandbox)          # pausing, due in 0.05 s of the clock
+            machine.finish_now(sandbox)     # paused, the clock unmoved
+        """
+        pending = sandbox.pending
+        if pending is None or pending.stuck:
+            return False
+        if pending.timer is not None:
+            pending.timer.cancel()
+            pending.timer = None
+        self._finish(sandbox, pending)
+        return True
+
     def redirect(self, sandbox: Sandbox, outcome: Status) -> bool:
         """Make the in-flight transition (or, with none in flight, the next one) end in
         ``outcome`` (``error`` or ``failed``). Returns whether one was in flight."""

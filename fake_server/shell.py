@@ -428,6 +428,16 @@ class Shell:
         return self.results.key(plan.script, invocation.env)
 
     @property
+    def running(self) -> int:
+        """How many invocations are running now.
+
+        Example::
+
+            assert shell.running == 0   # nothing is executing any more
+        """
+        return sum(1 for task in self._running if not task.done())
+
+    @property
     def idle(self) -> bool:
         """Whether no invocation is running (and every stopped interpreter has ended)."""
         return not self._stopping and all(task.done() for task in self._running)

@@ -40,6 +40,9 @@ class StdinReader:
         self._closed = closed
         # Created on first wait so a reader can be built outside a running loop.
         self._changed: asyncio.Event | None = None
+        #: Whether a read is waiting for data right now (the command is blocked on its
+        #: stdin, not computing: what a schedule explorer needs to tell the two apart).
+        self.waiting = False
 
     @property
     def closed(self) -> bool:
@@ -109,7 +112,11 @@ class StdinReader:
         if self._changed is None:
             self._changed = asyncio.Event()
         self._changed.clear()
-        await self._changed.wait()
+        self.waiting = True
+        try:
+            await self._changed.wait()
+        finally:
+            self.waiting = False
 
     def _wake(self) -> None:
         if self._changed is not None:

@@ -228,6 +228,50 @@ STEPS_HEADER: Final = "what the host did:"
 OUTPUT_HEADER: Final = "what {name} wrote to stderr:"
 CALLS_HEADER: Final = "  provider calls, oldest first:"
 
+# -- the explorer ---------------------------------------------------------------------------------
+
+#: Not a check of the journal: a host call of an explored workload never finished.
+HOST_FINISHES: Final = "host-call-finishes"
+NEVER_FINISHED_WHAT: Final = (
+    "{call} never finished: no request of it was held and no timer of the host was pending, "
+    "so it waits for something nothing will bring (a lock or event never released?)."
+)
+NEVER_FINISHED_FIX: Final = (
+    "Release every lock and wake every waiter on every path, errors and cancellation included "
+    "(``async with lock:``, ``try/finally``)."
+)
+TOO_MANY_STEPS_WHAT: Final = (
+    "the run took more than {limit} steps: the host keeps sending requests (a loop that never "
+    "ends?)."
+)
+EXPLORE_VIOLATIONS_HEADER: Final = (
+    "workload {workload} ({ops}) fails: {count} violation(s) in schedule #{number} of {total} "
+    "explored ({strategy}), shrunk from {original} to {steps} step(s)."
+)
+EXPLORE_OK: Final = (
+    "workload {workload} ({ops}): {total} schedule(s) explored ({strategy}), nothing found{more}."
+)
+EXPLORE_PRUNED: Final = "; {pruned} redundant order(s) skipped by partial-order reduction"
+EXPLORE_BOUNDED: Final = "; the search stopped at its budget of {budget} schedule(s)"
+REPLAY_HINT: Final = "replay it with:\n    await createos_kit.replay(make_host, {schedule!r})"
+SCHEDULE_DIVERGED: Final = (
+    "the schedule does not fit this host: step {position} is {label!r}, but the possible steps "
+    "there are {enabled} (the host sent other requests than when the schedule was found)"
+)
+BAD_SCHEDULE: Final = (
+    "{schedule!r} is not a schedule: write '<workload>: <step> > <step> > ...', as a failing "
+    "exploration prints it"
+)
+NOT_DETERMINISTIC: Final = (
+    "the host is not deterministic: run again with the same steps, it sent other requests "
+    "({why}); the explorer needs a host whose requests depend only on the fake's answers"
+)
+FIRST_FLAGGED: Final = "   <-- the first request the checks flag"
+TIMELINE_HEADER: Final = (
+    "timeline (steps the schedule chose are marked *, the others are the default):"
+)
+NO_SHUTDOWN_WORKLOAD: Final = "the host has no shutdown(): workload {workload} needs one"
+
 #: How much of an exception's text a report shows.
 MAX_ERROR_CHARS: Final = 200
 

@@ -176,6 +176,12 @@ class LocalChannel:
         self.url = url
         self._server = server
 
+    @property
+    def same_loop_fake(self) -> FakeCreateOS | None:
+        """The fake itself when it runs on the test's own event loop (what a tool that must
+        see the fake's loop, the schedule explorer, needs); ``None`` behind a thread."""
+        return self.fake if self._server is None else None
+
     def _call(self, function: Callable[..., _T], *args: Any) -> _T:
         try:
             if self._server is None:

@@ -62,6 +62,25 @@ from pytest_createos._checks import (
     check_resumes_serialised,
     check_unconfirmed_destroyed,
 )
+from pytest_createos._explore import (
+    DEFAULT_MAX_SCHEDULES,
+    DEFAULT_MAX_STEPS,
+    WORKLOADS,
+    ExploreError,
+    ExploreReport,
+    HostFactory,
+    RunReport,
+    Workload,
+    explore,
+    release,
+    replay,
+    resume,
+    run,
+    shutdown,
+)
+from pytest_createos._explore.reference import lease_params, reference_host
+from pytest_createos._explore.runner import DEFAULT_HORIZON_S
+from pytest_createos._explore.testclass import HostExploration
 from pytest_createos._scenarios import (
     PROVIDER_SCENARIOS,
     SCENARIOS,
@@ -81,19 +100,26 @@ __all__ = [
     "CHECKS",
     "PROVIDER_SCENARIOS",
     "SCENARIOS",
+    "WORKLOADS",
     "ConformanceError",
     "ConformanceKit",
+    "ExploreError",
+    "ExploreReport",
     "Host",
     "HostConformance",
+    "HostExploration",
+    "HostFactory",
     "LeaseHostAdapter",
     "LeaseOutcome",
     "ProgramOutput",
     "ProviderCall",
     "ProviderConformance",
+    "RunReport",
     "Scenario",
     "ScenarioReport",
     "ShutdownHost",
     "Violation",
+    "Workload",
     "check_all",
     "check_backoff",
     "check_no_leaks",
@@ -103,6 +129,12 @@ __all__ = [
     "check_resumed_or_replaced",
     "check_resumes_serialised",
     "check_unconfirmed_destroyed",
+    "lease_params",
+    "reference_host",
+    "release",
+    "resume",
+    "run",
+    "shutdown",
 ]
 
 LeaseT = TypeVar("LeaseT")
@@ -323,6 +355,74 @@ class ConformanceKit:
             if output:
                 report.output[source.name] = output
         return report
+
+    # -- the schedule explorer ----------------------------------------------------------------
+
+    async def explore(
+        self,
+        make_host: HostFactory,
+        workload: str | Workload,
+        *,
+        strategy: str = "exhaustive",
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_schedules: int = DEFAULT_MAX_SCHEDULES,
+        depth: int = 3,
+        seed: int = 0,
+        horizon_s: float = DEFAULT_HORIZON_S,
+    ) -> ExploreReport:
+        """Run ``workload`` (a :class:`Workload` or the name of one of :data:`WORKLOADS`)
+        under many schedules, each on a fresh host from ``make_host(kit)`` (an async context
+        manager), and judge every run with the checks. The first failing run is shrunk to the
+        shortest schedule that still fails; :meth:`ExploreReport.assert_ok` shows its timeline
+        and schedule string, which :meth:`replay` runs again.
+
+        ``strategy`` is ``"exhaustive"`` (every order of the race's first ``max_steps``
+        decisions, orders that differ only on different sandboxes run once) or ``"pct"``
+        (``max_schedules`` random runs, each finding a bug of ``depth`` ordering constraints
+        with a known probability, from ``seed``). At most ``max_schedules`` runs either way.
+        Host sleeps due within ``horizon_s`` are the host's next move (virtual time makes
+        them free); later timers are timeouts. Needs the fake on the test's own loop
+        (``createos_aiohttp_server``) with ``manual_clock=True``.
+
+        Example::
+
+            @pytest.mark.createos(manual_clock=True)
+            async def test_explore(createos_aiohttp_server):
+                kit = ConformanceKit(createos_aiohttp_server)
+                report = await kit.explore(reference_host(), "release-resume")
+                report.assert_ok()
+        """
+        return await explore(
+            self,
+            make_host,
+            workload,
+            strategy=strategy,
+            max_steps=max_steps,
+            max_schedules=max_schedules,
+            depth=depth,
+            seed=seed,
+            horizon_s=horizon_s,
+        )
+
+    async def replay(
+        self,
+        make_host: HostFactory,
+        schedule: str,
+        *,
+        workloads: Sequence[Workload] = (),
+        horizon_s: float = DEFAULT_HORIZON_S,
+    ) -> RunReport:
+        """Run one schedule string (``"<workload>: <step> > <step> > ..."``, as an
+        exploration prints it) on a fresh host: the same steps in the same order, then the
+        default (oldest step first). ``workloads`` are your own workloads the schedule may
+        name. :class:`ExploreError` if the host no longer sends what the schedule names.
+
+        Example::
+
+            report = await kit.replay(make_host, "release-resume: POST L1/pause > GET L1")
+            assert report.failed_checks == {"no-resume-during-cleanup"}
+        """
+        return await replay(self, make_host, schedule, workloads=workloads, horizon_s=horizon_s)
 
     # -- checks over this test's journal --------------------------------------------------------
 

@@ -116,11 +116,16 @@ CONFIG = schemathesis.Config.from_dict(
     }
 )
 SCHEMA = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
-#: Chains start from a sandbox: the meta and control routes stay in the per-operation test, where
-#: they cannot crowd out the chains that reach running sandboxes and live processes. So do the
-#: tunnel routes (a tunnel needs a raw client; schemathesis can only see it refused).
-STATEFUL_SCHEMA = SCHEMA.include(path_regex=r"^/(v1|_fake)/sandboxes").exclude(
-    path_regex=r"/tunnels?/"
+#: Chains follow a sandbox through its lifecycle, its runtime and its processes (the routes a
+#: lease's races go through), named here rather than "everything under /v1/sandboxes": every
+#: other route stays in the per-operation test, where it cannot crowd out the chains that
+#: reach running sandboxes and live processes (each route added under a sandbox did).
+_LIFECYCLE = r"pause|resume|fork|egress|resize|ssh-pubkeys|bandwidth|exec|files|state|marker"
+STATEFUL_SCHEMA = SCHEMA.include(
+    path_regex=(
+        r"^/(v1|_fake)/sandboxes(/by-ip/\{ip\}|/\{id\}"
+        rf"(/({_LIFECYCLE})|/processes(/\{{pid\}}(/[a-z/]+)?)?)?)?$"
+    )
 )
 SETTINGS = settings(
     deadline=None,

@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestServer
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
 from fake_server.sandboxes import CreateSpec
 from fake_server.tunnels import TunnelConnection, echo
-from tests.conftest import Client, create_sandbox
+from tests.conftest import Client, create_sandbox, eventually
 
 SHAPE = "s-1vcpu-1gb"
 Open = Callable[..., Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]]]
@@ -67,8 +67,11 @@ async def test_a_tunnel_relays_bytes_to_the_service_on_its_port(
     writer.write_eof()
     assert await asyncio.wait_for(reader.read(), 5) == b""
     # A test server cancels a handler whose client left (handler_cancellation): so the
-    # journal says, where `fake-createos serve` records the 101 (see the next test).
-    (entry,) = fake.journal.requests(route="POST /v1/sandboxes/{id}/tunnel/{port}")
+    # journal says (once the server has seen the close), where `fake-createos serve` records
+    # the 101 (see the next test).
+    route = "POST /v1/sandboxes/{id}/tunnel/{port}"
+    await eventually(lambda: bool(fake.journal.requests(route=route)))
+    (entry,) = fake.journal.requests(route=route)
     assert entry.detail == "cancelled: the client left or the server stopped"
 
 
