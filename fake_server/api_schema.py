@@ -28,6 +28,7 @@ __all__ = [
     "BASE64",
     "BODY_ERRORS",
     "CATALOG",
+    "COMPUTER",
     "CONTROL",
     "EMPTY_BODY",
     "ENV_OVERRIDE",
@@ -38,6 +39,7 @@ __all__ = [
     "NDJSON",
     "OCTET_STREAM",
     "PATH_PARAMETERS",
+    "PNG",
     "PROCESSES",
     "PROCESS_ID",
     "RUNTIME",
@@ -79,6 +81,7 @@ Schema = dict[str, Any]
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
 OCTET_STREAM = "application/octet-stream"
+PNG = "image/png"
 
 #: The contract's id alphabet (clients refuse other ids, so the fake only mints these).
 ID_PATTERN = "^[A-Za-z0-9_-]{1,200}$"
@@ -226,9 +229,10 @@ ERRORS: dict[int, tuple[str, str]] = {
     ),
     403: (
         "Forbidden",
-        "The key may not use this route (administrators only); for the control API: the"
-        " request's `Host` is not loopback, its `Origin` is another site, or the control"
-        " token is missing.",
+        "The key may not use this route (administrators only, or a sandbox's delegated access"
+        " token outside that sandbox's exec, files, processes and desktop); for the control"
+        " API: the request's `Host` is not loopback, its `Origin` is another site, or the"
+        " control token is missing.",
     ),
     404: ("NotFound", "No such sandbox (or not this tenant's), process, file, rule or gate."),
     405: ("MethodNotAllowed", "The path exists but not with this method (`Allow` lists them)."),
@@ -243,9 +247,10 @@ def json_content(schema: Schema) -> dict[str, Any]:
     return {JSON: {"schema": schema}}
 
 
-#: What a response may link to, for stateful testing: every operation on the sandbox or the
-#: process it carries (``fake_server.openapi`` resolves them from the declared routes).
-LinkTarget = Literal["sandbox", "process"]
+#: What a response may link to, for stateful testing: every operation on the sandbox, the
+#: process, the desktop window or the desktop screen it carries (``fake_server.openapi``
+#: resolves them from the declared routes).
+LinkTarget = Literal["sandbox", "process", "window", "screen"]
 
 
 def ok_response(
@@ -299,6 +304,8 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "ip": path_param("ip", "The sandbox's private IP."),
     "rule": path_param("rule", "Rule id."),
     "name": path_param("name", "Gate name."),
+    "wid": path_param("wid", "Desktop window id (e.g. `0x0400001`).", string(pattern=ID_PATTERN)),
+    "sid": path_param("sid", "Desktop screen id.", string(pattern="^screen-[0-7]$")),
 }
 
 
@@ -322,8 +329,9 @@ CATALOG = "catalog"
 SANDBOXES = "sandboxes"
 RUNTIME = "runtime"
 PROCESSES = "processes"
+COMPUTER = "computer"
 CONTROL = "control"
-TAGS = (HEALTH, CATALOG, SANDBOXES, RUNTIME, PROCESSES, CONTROL)
+TAGS = (HEALTH, CATALOG, SANDBOXES, RUNTIME, PROCESSES, COMPUTER, CONTROL)
 
 #: What every operation that reads a body may answer about it.
 BODY_ERRORS = (400, 413)

@@ -14,11 +14,13 @@ Example::
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.access_tokens import AccessTokens
 from fake_server.clock import Clock, ManualClock, RealClock, isoformat
 from fake_server.config import ServerConfig
 from fake_server.errors import ApiError
@@ -48,7 +50,7 @@ class FakeCreateOS:
 
     Attributes: ``config``, ``clock``, ``journal``, ``tenants``, ``sandboxes`` (management
     operations), ``runtime`` (exec/files/processes), ``commands`` (the sandbox shell's command
-    registry), ``seed``.
+    registry), ``access_tokens`` (sandboxes' delegated tokens), ``seed``.
     """
 
     def __init__(self, config: ServerConfig | None = None, **overrides: Any) -> None:
@@ -63,6 +65,7 @@ class FakeCreateOS:
         )
         self.commands = CommandRegistry()
         self.tenants = Tenants(self.ids, strict=config.strict)
+        self.access_tokens = AccessTokens(self.ids, self.clock.wall)
         self.lifecycle = Lifecycle(
             self.clock,
             config.durations(),
@@ -82,7 +85,7 @@ class FakeCreateOS:
             self.ids,
             self.clock,
             region=config.region,
-            on_going_away=self.runtime.stop_all,
+            on_going_away=self._going_away,
             destroyed_kept=config.destroyed_kept,
         )
         self.faults = FaultEngine(self.ids.seed, route_table())
@@ -141,8 +144,15 @@ class FakeCreateOS:
 
     def drop_tenant(self, api_key: str) -> None:
         """Forget a tenant and stop everything its sandboxes were doing."""
-        self.sandboxes.forget_tenant(self.tenants.resolve(api_key))
+        tenant = self.tenants.resolve(api_key)
+        self.sandboxes.forget_tenant(tenant)
+        self.access_tokens.forget_tenant(tenant.id)
         self.tenants.forget(api_key)
+
+    def _going_away(self, sandbox: Sandbox) -> None:
+        """A sandbox is being destroyed (or failed): its commands stop, its token ends."""
+        self.runtime.stop_all(sandbox)
+        self.access_tokens.disable(sandbox)
 
     def set_durations(
         self,
@@ -217,6 +227,7 @@ class FakeCreateOS:
         self._stop_everything()
         self.faults.clear()
         self.tenants.clear()
+        self.access_tokens.clear()
         self.journal.clear()
         for key in self.config.api_keys:
             self.tenants.register(key)
@@ -324,6 +335,26 @@ class FakeCreateOS:
                 before=event.before.value if event.before else None,
                 after=event.after.value,
                 cause=event.cause,
+            )
+        )
+
+    def journal_computer(self, sandbox: Sandbox, action: str, arguments: dict[str, Any]) -> None:
+        """Record what an agent did on a sandbox's desktop: ``action`` (the route under
+        ``…/computer``, e.g. ``mouse/click``) and its arguments as JSON, in the entry's
+        ``detail``.
+
+        Example::
+
+            fake.journal_computer(sandbox, "keyboard/type", {"text": "hi", "screen_id": "screen-0"})
+            fake.journal.entries(kind="computer")[-1].detail
+            # 'keyboard/type {"screen_id":"screen-0","text":"hi"}'
+        """
+        self.journal.record(
+            self._event_entry(
+                kind="computer",
+                tenant=sandbox.tenant,
+                sandbox=sandbox.id,
+                detail=f"{action} {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}",
             )
         )
 

@@ -30,7 +30,7 @@ from fake_server.route_table import RouteTable
 
 __all__ = ["JOURNAL_PAGE", "JOURNAL_PAGE_MAX", "Entry", "Journal", "JournalAssertionError"]
 
-Kind = Literal["request", "transition", "process"]
+Kind = Literal["request", "transition", "process", "computer"]
 
 DEFAULT_CAPACITY = 10_000
 
@@ -50,6 +50,8 @@ class Entry:
     ``detail`` why there was no answer, or that its client had left before it (``status`` is
     then what the fake answered, which nobody received).
     For lifecycle events: ``before``/``after`` statuses (``transition``) or a process ``detail``.
+    For desktop actions (``computer``): ``detail`` is the action and its arguments as JSON,
+    e.g. ``mouse/click {"button":"left","count":1,"screen_id":"screen-0","x":10,"y":20}``.
     """
 
     seq: int
@@ -105,6 +107,8 @@ class Entry:
             return (
                 f"#{self.seq} {self.sandbox}: {self.before or 'new'} -> {self.after} ({self.cause})"
             )
+        if self.kind == "computer":
+            return f"#{self.seq} {self.sandbox} computer {self.detail}"
         return f"#{self.seq} {self.sandbox} process {self.process}: {self.detail}"
 
 

@@ -16,13 +16,35 @@ import functools
 from collections.abc import Iterator
 
 from fake_server.route_table import RouteTable
-from fake_server.routes import control, dashboard, meta, openapi, processes, runtime, sandboxes
+from fake_server.routes import (
+    access_tokens,
+    computer,
+    computer_windows,
+    control,
+    dashboard,
+    meta,
+    openapi,
+    processes,
+    runtime,
+    sandboxes,
+)
 from fake_server.routes.common import SANDBOX, Handler, Routes
 
 __all__ = ["HOT", "declared", "hot_first", "route_table", "served"]
 
 #: The route modules, in the order their routes are declared.
-_MODULES = (meta, sandboxes, runtime, processes, control, dashboard, openapi)
+_MODULES = (
+    meta,
+    sandboxes,
+    access_tokens,
+    runtime,
+    processes,
+    computer,
+    computer_windows,
+    control,
+    dashboard,
+    openapi,
+)
 
 #: The path templates clients hammer (list pages, pollers, exec, process I/O), served first in
 #: this order. aiohttp tries every route under one path prefix (all of ``/v1/sandboxes/...``)
