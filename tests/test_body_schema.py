@@ -134,6 +134,8 @@ async def test_each_route_refuses_what_its_declared_body_refuses(
         name="a-gate",
         ip=sandbox["ip"],
         rule="r",
+        wid="0x0400001",
+        sid="screen-0",
     )
     assert route.operation.body is not None
     schema = route.operation.body.schema
