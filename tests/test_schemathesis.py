@@ -26,7 +26,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -118,7 +118,10 @@ CONFIG = schemathesis.Config.from_dict(
 SCHEMA = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
 #: Chains start from a sandbox: the meta and control routes stay in the per-operation test, where
 #: they cannot crowd out the chains that reach running sandboxes and live processes.
-STATEFUL_SCHEMA = SCHEMA.include(path_regex=r"^/(v1|_fake)/sandboxes")
+STATEFUL_SCHEMA = SCHEMA.include(path_regex=r"^/(v1|_fake)/sandboxes").exclude(
+    # The desktop's operations have chains of their own (they only succeed on a desktop).
+    path_regex=r"/computer/"
+)
 SETTINGS = settings(
     deadline=None,
     derandomize=True,
@@ -316,13 +319,33 @@ def same_constants(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(providers, "_get_local_constants", lambda: empty)
 
 
-@pytest.mark.usefixtures("same_constants")
-def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) -> None:
-    live = chain_live
-    base = STATEFUL_SCHEMA.as_state_machine()
-    operations = STATEFUL_SCHEMA
-    sandboxes = "/v1/sandboxes"
-    processes = "/v1/sandboxes/{id}/processes"
+#: How many computer operations besides the seeding's own the desktop chains must get a 200
+#: from. A count, not a list: which ones a run reaches depends on Hypothesis' draws, which differ
+#: between processes (see LINKED_CALLS); a run reaches about twice this many.
+DESKTOP_SUCCESSES = 8
+#: The operations on one window (``{wid}``): reaching one proves the window link leads on.
+WINDOW_OPERATIONS = {
+    "computerGetWindow",
+    "computerWindowGeometry",
+    "computerFocusWindow",
+    "computerMoveWindow",
+    "computerResizeWindow",
+    "computerMaximizeWindow",
+    "computerMinimizeWindow",
+    "computerRestoreWindow",
+    "computerCloseWindow",
+}
+SANDBOXES = "/v1/sandboxes"
+
+#: Seeds a scenario: given the machine and the schema, the steps whose answers start it.
+Seed = Callable[[Any, Any], Any]
+
+
+def run_chains(live: BackgroundServer, schema: Any, seed: Seed) -> set[str]:
+    """Run chains of ``schema``'s operations along the links, each scenario on an empty tenant
+    and started from what ``seed`` makes; every answer is checked against the document.
+    Returns the operations that answered 200 at least once."""
+    base = schema.as_state_machine()
 
     class Machine(base):  # type: ignore[misc,valid-type]
         def setup(self) -> None:
@@ -338,34 +361,9 @@ def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) ->
             self.control.record_step(step, self.recorder)
             return self._step(step)
 
-        @initialize(target=base.bundles[f"POST {sandboxes} -> 200"])
+        @initialize(target=base.bundles[f"POST {SANDBOXES} -> 200"])
         def seed_resources(self) -> Any:
-            """Start every scenario with what random roots rarely reach: a running sandbox with
-            a declared env var, a paused one (a fork source), a live process, a finished one and
-            a terminal, and an uploaded file. The links take it from there."""
-            create = operations[sandboxes]["POST"]
-            running = self.seed_step(create.Case(body={"shape": SHAPE, "envs": {"A": "1"}}))
-            paused = self.seed_step(create.Case(body={"shape": SHAPE}))
-            running_id, paused_id = _sandbox_id(running), _sandbox_id(paused)
-            pause = operations[sandboxes + "/{id}/pause"]["POST"]
-            self.seed_step(pause.Case(path_parameters={"id": paused_id}, body={}))
-            start = operations[processes]["POST"].Case
-            in_running = {"id": running_id}
-            # `cat` waits for stdin: a live process to connect to, wait for, signal...
-            live_process = self.seed_step(start(path_parameters=in_running, body={"cmd": "cat"}))
-            script = {"cmd": "/bin/bash", "args": ["-lc", "echo out; echo err >&2"]}
-            finished = self.seed_step(start(path_parameters=in_running, body=script))
-            terminal = {"pty": {"rows": 24, "cols": 80}}
-            shell = self.seed_step(start(path_parameters=in_running, body=terminal))
-            upload = self.seed_step(
-                operations[sandboxes + "/{id}/files"]["PUT"].Case(
-                    path_parameters=in_running,
-                    query={"path": "/srv/app/data.txt"},
-                    body=b"hello",
-                    media_type=OCTET_STREAM,
-                )
-            )
-            return multiple(running, paused, live_process, finished, shell, upload)
+            return seed(self, schema)
 
         def call(self, case: Any, **kwargs: Any) -> schemathesis.Response:
             return send(case, live)
@@ -379,9 +377,78 @@ def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) ->
             SETTINGS, max_examples=STATEFUL_SCENARIOS, stateful_step_count=STATEFUL_STEPS
         )
     )
+    return {operation for operation, status in SEEN if status == 200}
+
+
+def seed_sandboxes(machine: Any, operations: Any) -> Any:
+    """Start every scenario with what random roots rarely reach: a running sandbox with a
+    declared env var, a paused one (a fork source), a live process, a finished one and a
+    terminal, and an uploaded file. The links take it from there."""
+    processes = SANDBOXES + "/{id}/processes"
+    create = operations[SANDBOXES]["POST"]
+    running = machine.seed_step(create.Case(body={"shape": SHAPE, "envs": {"A": "1"}}))
+    paused = machine.seed_step(create.Case(body={"shape": SHAPE}))
+    running_id, paused_id = _sandbox_id(running), _sandbox_id(paused)
+    pause = operations[SANDBOXES + "/{id}/pause"]["POST"]
+    machine.seed_step(pause.Case(path_parameters={"id": paused_id}, body={}))
+    start = operations[processes]["POST"].Case
+    in_running = {"id": running_id}
+    # `cat` waits for stdin: a live process to connect to, wait for, signal...
+    live_process = machine.seed_step(start(path_parameters=in_running, body={"cmd": "cat"}))
+    script = {"cmd": "/bin/bash", "args": ["-lc", "echo out; echo err >&2"]}
+    finished = machine.seed_step(start(path_parameters=in_running, body=script))
+    terminal = {"pty": {"rows": 24, "cols": 80}}
+    shell = machine.seed_step(start(path_parameters=in_running, body=terminal))
+    upload = machine.seed_step(
+        operations[SANDBOXES + "/{id}/files"]["PUT"].Case(
+            path_parameters=in_running,
+            query={"path": "/srv/app/data.txt"},
+            body=b"hello",
+            media_type=OCTET_STREAM,
+        )
+    )
+    return multiple(running, paused, live_process, finished, shell, upload)
+
+
+@pytest.mark.usefixtures("same_constants")
+def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) -> None:
+    reached = run_chains(chain_live, STATEFUL_SCHEMA, seed_sandboxes)
     # A chain test that never gets past 404s proves nothing: this fails if the links or the
     # seeding stop leading anywhere.
-    reached = {operation for operation, status in SEEN if status == 200}
     assert reached >= LINKED_SUCCESSES, sorted(LINKED_SUCCESSES - reached)
     called = {operation for operation, _ in SEEN}
     assert called >= LINKED_CALLS, sorted(LINKED_CALLS - called)
+
+
+def seed_desktop(machine: Any, operations: Any) -> Any:
+    """A running desktop with a window open, and the window (its link leads to the window
+    operations)."""
+    created = machine.seed_step(
+        operations[SANDBOXES]["POST"].Case(body={"shape": SHAPE, "rootfs": "desktop:1"})
+    )
+    on_desktop = {"id": _sandbox_id(created)}
+    computer = SANDBOXES + "/{id}/computer"
+    machine.seed_step(
+        operations[computer + "/launch"]["POST"].Case(
+            path_parameters=on_desktop, body={"application": "xterm"}
+        )
+    )
+    window = machine.seed_step(
+        operations[computer + "/windows/current"]["GET"].Case(path_parameters=on_desktop)
+    )
+    return multiple(created, window)
+
+
+@pytest.mark.usefixtures("same_constants")
+def test_desktop_chains_answer_as_documented(chain_live: BackgroundServer) -> None:
+    """The computer routes' successes, which need a running desktop (a chain of their own, so
+    they do not crowd the sandbox chains out of the operations those must reach)."""
+    desktop_schema = SCHEMA.include(path_regex=r"^/v1/sandboxes(/\{id\}/computer/.*)?$")
+    reached = run_chains(chain_live, desktop_schema, seed_desktop)
+    beyond_seeding = {
+        operation
+        for operation in reached - {"computerLaunch", "computerCurrentWindow"}
+        if operation.startswith("computer")
+    }
+    assert len(beyond_seeding) >= DESKTOP_SUCCESSES, sorted(beyond_seeding)
+    assert beyond_seeding & WINDOW_OPERATIONS, sorted(beyond_seeding)
