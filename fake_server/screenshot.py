@@ -92,30 +92,34 @@ class _Canvas:
         self.pixels = bytearray(bytes((_DESKTOP,)) * (width * height))
 
     def fill(self, x: int, y: int, width: int, height: int, colour: int) -> None:
-        left, right = max(x, 0), min(x + width, self.width)
+        self.blit(x, y, bytes((colour,)) * max(width, 0), height)
+
+    def blit(self, x: int, y: int, run: bytes, height: int) -> None:
+        """``run`` (one row of pixels) drawn at (x, y) and on the ``height - 1`` rows below,
+        clipped to the screen."""
+        left, right = max(x, 0), min(x + len(run), self.width)
         top, bottom = max(y, 0), min(y + height, self.height)
         if right <= left or bottom <= top:
             return
-        run = bytes((colour,)) * (right - left)
+        clipped = run[left - x : right - x]
         for row in range(top, bottom):
             start = row * self.width + left
-            self.pixels[start : start + len(run)] = run
+            self.pixels[start : start + len(clipped)] = clipped
 
-    def text(self, x: int, y: int, width: int, height: int, text: str, colour: int) -> None:
-        """``text`` as blocks in the box (x, y, width, height), wrapped at its right edge and
-        cut at its bottom."""
+    def text(
+        self, x: int, y: int, width: int, height: int, text: str, colour: int, ground: int
+    ) -> None:
+        """``text`` as blocks on ``ground`` in the box (x, y, width, height), wrapped at its
+        right edge and cut at its bottom: each line of cells is one run of pixels, drawn once
+        per row of its blocks."""
         columns = max(width // _CELL_W, 1)
-        column = line = 0
-        for char in text:
-            if char == "\n" or column >= columns:
-                column, line = 0, line + 1
-                if char == "\n":
-                    continue
-            if (line + 1) * _CELL_H > height:
+        ink = bytes((colour,)) * _GLYPH_W + bytes((ground,)) * (_CELL_W - _GLYPH_W)
+        blank = bytes((ground,)) * _CELL_W
+        for number, line in enumerate(_wrap(text, columns)):
+            if (number + 1) * _CELL_H > height:
                 return
-            if not char.isspace():
-                self.fill(x + column * _CELL_W, y + line * _CELL_H, _GLYPH_W, _GLYPH_H, colour)
-            column += 1
+            run = b"".join(blank if char.isspace() else ink for char in line)
+            self.blit(x, y + number * _CELL_H, run, _GLYPH_H)
 
     def cursor(self, x: int, y: int) -> None:
         """An arrow with its tip at (x, y): an outlined triangle widening downwards."""
@@ -126,13 +130,23 @@ class _Canvas:
                 self.fill(x + 1, y + row, span - 2, 1, _PAPER)
 
 
+def _wrap(text: str, columns: int) -> list[str]:
+    """``text`` in lines of at most ``columns`` characters (a newline also ends a line)."""
+    return [
+        line[start : start + columns]
+        for line in text.split("\n")
+        for start in range(0, max(len(line), 1), columns)
+    ]
+
+
 def _draw_window(canvas: _Canvas, window: Window, focused: bool) -> None:
     x, y, width, height = window.x, window.y, window.width, window.height
+    bar = _FOCUSED if focused else _UNFOCUSED
     canvas.fill(x, y, width, height, _BORDER)
-    canvas.fill(x + 1, y + 1, width - 2, TITLE_BAR - 1, _FOCUSED if focused else _UNFOCUSED)
+    canvas.fill(x + 1, y + 1, width - 2, TITLE_BAR - 1, bar)
     canvas.fill(x + 1, y + TITLE_BAR, width - 2, height - TITLE_BAR - 1, _BODY)
     title_top = y + (TITLE_BAR - _GLYPH_H) // 2
-    canvas.text(x + _PADDING, title_top, width - 2 * _PADDING, _CELL_H, window.title, _PAPER)
+    canvas.text(x + _PADDING, title_top, width - 2 * _PADDING, _CELL_H, window.title, _PAPER, bar)
     canvas.text(
         x + _PADDING,
         y + TITLE_BAR + _PADDING,
@@ -140,6 +154,7 @@ def _draw_window(canvas: _Canvas, window: Window, focused: bool) -> None:
         height - TITLE_BAR - 2 * _PADDING,
         window.text,
         _INK,
+        _BODY,
     )
 
 
