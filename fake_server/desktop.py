@@ -162,7 +162,15 @@ class Screen:
 
 
 def check_screen_size(width: int, height: int) -> None:
-    """``ValueError("width: ...")`` (or height) for a size no screen can have."""
+    """``ValueError("width: ...")`` (or height) for a size no screen can have.
+
+    Example:
+        >>> check_screen_size(1024, 768)
+        >>> check_screen_size(10, 768)
+        Traceback (most recent call last):
+        ...
+        ValueError: width: must be between 320 and 3840
+    """
     if not MIN_WIDTH <= width <= MAX_WIDTH:
         raise ValueError(f"width: must be between {MIN_WIDTH} and {MAX_WIDTH}")
     if not MIN_HEIGHT <= height <= MAX_HEIGHT:

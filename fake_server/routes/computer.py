@@ -61,6 +61,7 @@ from fake_server.validation import BodySchema, query_int
 
 __all__ = [
     "COMPUTER_OF",
+    "ERRORS",
     "OK",
     "ROUTES",
     "SCREEN_PARAMETER",
@@ -68,7 +69,6 @@ __all__ = [
     "desk_of",
     "journal_action",
     "model_input",
-    "one_of",
 ]
 
 #: The path every computer route hangs off.
@@ -94,7 +94,13 @@ class Desk:
 def desk_of(request: web.Request, *, screen: bool = True) -> Desk:
     """The sandbox (409 unless a running desktop) and the screen ``?screen_id`` names (400 for
     an id no screen can have, 404 for one not created); ``screen=False`` for routes that name
-    their screen in the path (the primary one is given then)."""
+    their screen in the path (the primary one is given then).
+
+    Example::
+
+        desk = desk_of(request)            # GET …/computer/cursor?screen_id=screen-1
+        desk.screen.cursor                 # (512, 384)
+    """
     sandbox = sandbox_of(request)
     if sandbox.rootfs not in DESKTOP_ROOTFS:
         desktops = ", ".join(sorted(DESKTOP_ROOTFS))
@@ -109,7 +115,13 @@ def desk_of(request: web.Request, *, screen: bool = True) -> Desk:
 
 def journal_action(request: web.Request, desk: Desk, action: str, **arguments: Any) -> None:
     """Journal what the request did to the desktop (``None`` arguments left out); it counts as
-    activity in the sandbox, as an exec does."""
+    activity in the sandbox, as an exec does.
+
+    Example::
+
+        journal_action(request, desk, "mouse/move", x=10, y=20)
+        # detail: 'mouse/move {"screen_id":"screen-0","x":10,"y":20}'
+    """
     fake = fake_of(request)
     given = {name: value for name, value in arguments.items() if value is not None}
     fake.journal_computer(desk.sandbox, action, {"screen_id": desk.screen.id, **given})
@@ -118,7 +130,13 @@ def journal_action(request: web.Request, desk: Desk, action: str, **arguments: A
 
 @contextmanager
 def model_input() -> Iterator[None]:
-    """The desktop model's ``ValueError("field: problem")`` as a 400 naming the field."""
+    """The desktop model's ``ValueError("field: problem")`` as a 400 naming the field.
+
+    Example::
+
+        with model_input():
+            desk.desktop.move_cursor(desk.screen, x, y)   # off the screen: 400 {"x": ...}
+    """
     try:
         yield
     except ValueError as exc:
@@ -126,7 +144,7 @@ def model_input() -> Iterator[None]:
         raise ApiError.invalid(name, problem) from None
 
 
-def one_of(values: tuple[str, ...]) -> Callable[[Any], None]:
+def _one_of(values: tuple[str, ...]) -> Callable[[Any], None]:
     """A body field check: the value is one of ``values``."""
 
     def check(value: Any) -> None:
@@ -268,7 +286,7 @@ CLICK = BodySchema(
             "count": nullable(integer(minimum=0, maximum=10, description="0: one click.")),
         },
     ),
-    checks={"button": one_of(BUTTONS)},
+    checks={"button": _one_of(BUTTONS)},
 )
 
 
@@ -299,7 +317,7 @@ SCROLL = BodySchema(
         {"amount": nullable(integer(minimum=0, maximum=100, description="0: one step."))},
     ),
     required=True,
-    checks={"direction": one_of(SCROLL_DIRECTIONS)},
+    checks={"direction": _one_of(SCROLL_DIRECTIONS)},
 )
 
 
@@ -330,7 +348,7 @@ async def mouse_drag(request: web.Request) -> web.Response:
     return ok({"ok": True})
 
 
-BUTTON = BodySchema(obj({}, {"button": _BUTTON}), checks={"button": one_of(BUTTONS)})
+BUTTON = BodySchema(obj({}, {"button": _BUTTON}), checks={"button": _one_of(BUTTONS)})
 
 
 def _button_handler(action: str, down: bool) -> Handler:
@@ -412,7 +430,7 @@ ERRORS = (400, 404, 409)
 _BODY_ROUTE_ERRORS = (*BODY_ERRORS, 404, 409)
 
 
-def action(
+def _action(
     suffix: str, handler: Handler, operation_id: str, summary: str, body: BodySchema
 ) -> Route:
     """A ``POST`` action under ``…/computer`` answering ``{"ok": true}``."""
@@ -432,7 +450,7 @@ def action(
     )
 
 
-def read(suffix: str, handler: Handler, operation_id: str, summary: str, data: Schema) -> Route:
+def _read(suffix: str, handler: Handler, operation_id: str, summary: str, data: Schema) -> Route:
     """A ``GET`` under ``…/computer`` of the named screen."""
     return Route(
         "GET",
@@ -474,21 +492,21 @@ ROUTES: Routes = (
             errors=ERRORS,
         ),
     ),
-    read(
+    _read(
         "/screen",
         screen_size,
         "computerScreen",
         "The screen's size",
         obj({"width": integer(minimum=1), "height": integer(minimum=1)}),
     ),
-    read(
+    _read(
         "/cursor",
         cursor,
         "computerCursor",
         "Where the cursor is",
         obj({"x": _POSITION, "y": _POSITION}),
     ),
-    read(
+    _read(
         "/clipboard",
         get_clipboard,
         "computerClipboard",
@@ -509,60 +527,60 @@ ROUTES: Routes = (
             body=CLIPBOARD,
         ),
     ),
-    action("/open", open_target, "computerOpen", "Open a URL or file in a new window", OPEN),
-    action("/launch", launch, "computerLaunch", "Launch an application in a new window", LAUNCH),
-    action("/mouse/move", mouse_move, "computerMouseMove", "Move the cursor", MOUSE_MOVE),
-    action(
+    _action("/open", open_target, "computerOpen", "Open a URL or file in a new window", OPEN),
+    _action("/launch", launch, "computerLaunch", "Launch an application in a new window", LAUNCH),
+    _action("/mouse/move", mouse_move, "computerMouseMove", "Move the cursor", MOUSE_MOVE),
+    _action(
         "/mouse/click",
         mouse_click,
         "computerMouseClick",
         "Click (at x, y if given); the window under the cursor comes to the top",
         CLICK,
     ),
-    action("/mouse/scroll", mouse_scroll, "computerMouseScroll", "Scroll", SCROLL),
-    action(
+    _action("/mouse/scroll", mouse_scroll, "computerMouseScroll", "Scroll", SCROLL),
+    _action(
         "/mouse/drag",
         mouse_drag,
         "computerMouseDrag",
         "Drag; a window grabbed by its title bar moves",
         DRAG,
     ),
-    action(
+    _action(
         "/mouse/down",
         _button_handler("mouse/down", down=True),
         "computerMouseDown",
         "Press a button",
         BUTTON,
     ),
-    action(
+    _action(
         "/mouse/up",
         _button_handler("mouse/up", down=False),
         "computerMouseUp",
         "Release a button",
         BUTTON,
     ),
-    action(
+    _action(
         "/keyboard/type",
         keyboard_type,
         "computerKeyboardType",
         "Type text into the focused window",
         TYPE,
     ),
-    action(
+    _action(
         "/keyboard/press",
         _keys_handler("keyboard/press"),
         "computerKeyboardPress",
         "Press and release keys (Enter, Tab, BackSpace, Ctrl+C and Ctrl+V edit the focused window)",
         KEYS,
     ),
-    action(
+    _action(
         "/keyboard/down",
         _keys_handler("keyboard/down"),
         "computerKeyboardDown",
         "Hold keys",
         KEYS,
     ),
-    action(
+    _action(
         "/keyboard/up", _keys_handler("keyboard/up"), "computerKeyboardUp", "Release keys", KEYS
     ),
 )
