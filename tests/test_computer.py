@@ -5,6 +5,7 @@ without a running desktop."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import struct
 import zlib
@@ -532,6 +533,22 @@ async def test_fault_rules_apply_to_computer_routes(
     for _ in range(2):
         await fail(client, "GET", computer(desktop, "/screen"), 404)
     assert (await call(client, "GET", computer(desktop, "/screen")))["width"] == DEFAULT_WIDTH
+
+
+async def test_a_gate_holds_a_desktop_action_until_released(
+    client: Client, fake: FakeCreateOS, desktop: str
+) -> None:
+    gate = fake.faults.gate("agent", route="POST /v1/sandboxes/{id}/computer/mouse/move")
+    moving = asyncio.ensure_future(
+        client.post(computer(desktop, "/mouse/move"), json={"x": 1, "y": 1})
+    )
+    await gate.wait_held(1)
+    # Held before its handler: the cursor has not moved, nothing is journaled yet.
+    assert fake.find_sandbox(desktop).desktop.screen(None).cursor != (1, 1)
+    assert actions(fake, desktop) == []
+    gate.release()
+    assert (await moving).status == 200
+    assert await call(client, "GET", computer(desktop, "/cursor")) == {"x": 1, "y": 1}
 
 
 # -- the PNG encoder -----------------------------------------------------------------------------
