@@ -119,8 +119,14 @@ SCHEMA = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
 #: Chains start from a sandbox: the meta and control routes stay in the per-operation test, where
 #: they cannot crowd out the chains that reach running sandboxes and live processes.
 STATEFUL_SCHEMA = SCHEMA.include(path_regex=r"^/(v1|_fake)/sandboxes").exclude(
-    # The desktop's operations have chains of their own (they only succeed on a desktop).
-    path_regex=r"/computer/"
+    # The desktop's and the access token's operations have chains of their own (the desktop's
+    # only succeed on a desktop): more operations here would crowd out the ones these chains
+    # must reach.
+    path_regex=r"/(computer|access-token)(/|$)"
+)
+#: The desktop chains: creating a sandbox, its desktop and its access token.
+DESKTOP_SCHEMA = SCHEMA.include(
+    path_regex=r"^/v1/sandboxes(/\{id\}/(computer/.*|access-token.*))?$"
 )
 SETTINGS = settings(
     deadline=None,
@@ -407,7 +413,9 @@ def seed_sandboxes(machine: Any, operations: Any) -> Any:
             media_type=OCTET_STREAM,
         )
     )
-    return multiple(running, paused, live_process, finished, shell, upload)
+    # A second running sandbox: chains pause sandboxes often, and exec needs one running.
+    spare = machine.seed_step(create.Case(body={"shape": SHAPE}))
+    return multiple(running, paused, live_process, finished, shell, upload, spare)
 
 
 @pytest.mark.usefixtures("same_constants")
@@ -441,10 +449,10 @@ def seed_desktop(machine: Any, operations: Any) -> Any:
 
 @pytest.mark.usefixtures("same_constants")
 def test_desktop_chains_answer_as_documented(chain_live: BackgroundServer) -> None:
-    """The computer routes' successes, which need a running desktop (a chain of their own, so
-    they do not crowd the sandbox chains out of the operations those must reach)."""
-    desktop_schema = SCHEMA.include(path_regex=r"^/v1/sandboxes(/\{id\}/computer/.*)?$")
-    reached = run_chains(chain_live, desktop_schema, seed_desktop)
+    """The computer routes' successes, which need a running desktop, and the access token's
+    (chains of their own, so they do not crowd the sandbox chains out of the operations those
+    must reach)."""
+    reached = run_chains(chain_live, DESKTOP_SCHEMA, seed_desktop)
     beyond_seeding = {
         operation
         for operation in reached - {"computerLaunch", "computerCurrentWindow"}
@@ -452,3 +460,4 @@ def test_desktop_chains_answer_as_documented(chain_live: BackgroundServer) -> No
     }
     assert len(beyond_seeding) >= DESKTOP_SUCCESSES, sorted(beyond_seeding)
     assert beyond_seeding & WINDOW_OPERATIONS, sorted(beyond_seeding)
+    assert "createAccessToken" in reached, sorted(reached)
