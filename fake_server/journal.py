@@ -19,6 +19,7 @@ import difflib
 import enum
 import inspect
 import itertools
+import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
@@ -287,6 +288,22 @@ class Journal:
 
     def transitions(self, sandbox: str | None = None) -> list[Entry]:
         return self.entries(kind="transition", sandbox=sandbox)
+
+    def computer_actions(self, sandbox: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """What was done on desktops (one sandbox's, if given), oldest first: each action
+        (the route under ``…/computer``) with its arguments.
+
+        Example::
+
+            journal.computer_actions(sandbox_id)
+            # [('launch', {'application': 'xterm', 'screen_id': 'screen-0', 'window': ...}),
+            #  ('keyboard/type', {'screen_id': 'screen-0', 'text': 'ls', 'window': ...})]
+        """
+        actions = []
+        for entry in self.entries(kind="computer", sandbox=sandbox):
+            action, _, arguments = (entry.detail or "").partition(" ")
+            actions.append((action, json.loads(arguments or "{}")))
+        return actions
 
     @staticmethod
     def overlapping(first: Entry, second: Entry) -> bool:

@@ -6,7 +6,6 @@ without a running desktop."""
 from __future__ import annotations
 
 import asyncio
-import json
 import struct
 import zlib
 from typing import Any
@@ -516,7 +515,16 @@ async def test_every_action_is_journaled_with_its_arguments(
     entry = fake.journal.entries(kind="computer")[0]
     assert entry.tenant == fake.tenant("skp_test_owner").id
     assert entry.describe().endswith(actions(fake, desktop)[0])
-    assert json.loads(entry.detail.partition(" ")[2])["window"] == window  # type: ignore[union-attr]
+    # The same, read back as data.
+    parsed = fake.journal.computer_actions(desktop)
+    assert parsed[2] == (
+        "mouse/click",
+        {"button": "right", "count": 2, "screen_id": "screen-0", "x": 10, "y": 20},
+    )
+    assert [action for action, _ in parsed] == [
+        line.split(" ")[0] for line in actions(fake, desktop)
+    ]
+    assert fake.journal.computer_actions("sb_other") == []
 
 
 async def test_fault_rules_apply_to_computer_routes(

@@ -155,12 +155,10 @@ def test_the_sdks_desktop_example_flow(
     assert connection.url.startswith("https://")
     assert connection.expires_at is not None
 
-    actions = createos_server.journal.entries(kind="computer")
-    assert [(entry.detail or "").split(" ")[0] for entry in actions] == [
-        "mouse/move",
-        "clipboard",
-        "open",
-    ]
+    actions = createos_server.journal.computer_actions(sandbox.id)
+    assert [action for action, _ in actions] == ["mouse/move", "clipboard", "open"]
+    assert actions[0][1] == {"screen_id": "screen-0", "x": target.x, "y": target.y}
+    assert actions[2][1]["target"] == "https://example.com"
 
 
 def test_windows_keyboard_and_screens_through_the_sdk(sdk: createos.Client) -> None:
