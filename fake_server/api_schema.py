@@ -28,6 +28,7 @@ __all__ = [
     "BASE64",
     "BODY_ERRORS",
     "CATALOG",
+    "COMPUTER",
     "CONTROL",
     "DISKS",
     "EMPTY_BODY",
@@ -40,6 +41,7 @@ __all__ = [
     "NETWORKS",
     "OCTET_STREAM",
     "PATH_PARAMETERS",
+    "PNG",
     "PROCESSES",
     "PROCESS_ID",
     "RUNTIME",
@@ -82,6 +84,7 @@ Schema = dict[str, Any]
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
 OCTET_STREAM = "application/octet-stream"
+PNG = "image/png"
 
 #: The contract's id alphabet (clients refuse other ids, so the fake only mints these).
 ID_PATTERN = "^[A-Za-z0-9_-]{1,200}$"
@@ -233,9 +236,10 @@ ERRORS: dict[int, tuple[str, str]] = {
     ),
     403: (
         "Forbidden",
-        "The key may not use this route (administrators only); for the control API: the"
-        " request's `Host` is not loopback, its `Origin` is another site, or the control"
-        " token is missing.",
+        "The key may not use this route (administrators only, or a sandbox's delegated access"
+        " token outside that sandbox's exec, files, processes and desktop); for the control"
+        " API: the request's `Host` is not loopback, its `Origin` is another site, or the"
+        " control token is missing.",
     ),
     404: (
         "NotFound",
@@ -256,9 +260,9 @@ def json_content(schema: Schema) -> dict[str, Any]:
 
 
 #: What a response may link to, for stateful testing: every operation on the sandbox, process,
-#: template, network or disk it carries (``fake_server.openapi`` resolves them from the declared
-#: routes).
-LinkTarget = Literal["sandbox", "process", "template", "network", "disk"]
+#: template, network, disk, desktop window or desktop screen it carries (``fake_server.openapi``
+#: resolves them from the declared routes).
+LinkTarget = Literal["sandbox", "process", "template", "network", "disk", "window", "screen"]
 
 
 def ok_response(
@@ -316,6 +320,8 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "name": path_param("name", "Gate name."),
     "template": path_param("template", "Template id (`tpl_...`) or name."),
     "port": path_param("port", "A TCP port in the sandbox.", integer(minimum=1, maximum=65535)),
+    "wid": path_param("wid", "Desktop window id (e.g. `0x0400001`).", string(pattern=ID_PATTERN)),
+    "sid": path_param("sid", "Desktop screen id.", string(pattern="^screen-[0-7]$")),
 }
 
 
@@ -342,8 +348,20 @@ PROCESSES = "processes"
 TEMPLATES = "templates"
 NETWORKS = "networks"
 DISKS = "disks"
+COMPUTER = "computer"
 CONTROL = "control"
-TAGS = (HEALTH, CATALOG, SANDBOXES, RUNTIME, PROCESSES, TEMPLATES, NETWORKS, DISKS, CONTROL)
+TAGS = (
+    HEALTH,
+    CATALOG,
+    SANDBOXES,
+    RUNTIME,
+    PROCESSES,
+    COMPUTER,
+    TEMPLATES,
+    NETWORKS,
+    DISKS,
+    CONTROL,
+)
 
 #: What every operation that reads a body may answer about it.
 BODY_ERRORS = (400, 413)

@@ -21,6 +21,7 @@ from aiohttp import web
 from aiohttp.web_urldispatcher import AbstractResource
 
 from fake_server import errors
+from fake_server.access_tokens import AccessToken, delegable
 from fake_server.clock import isoformat
 from fake_server.control_access import check_control_access
 from fake_server.credentials import presented_key
@@ -131,6 +132,8 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
     journaled = not (is_control and method == "GET")
     # The dashboard's page is static: a browser cannot send a header when it navigates.
     needs_token = path != DASHBOARD_PATH
+    # A sandbox's delegated access token may call this route (its runtime) on its sandbox.
+    token_may_call = delegable(template)
 
     async def serve(request: web.Request) -> web.StreamResponse:
         app = request.app
@@ -153,13 +156,17 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
             if is_control:
                 check_control_access(request.host, request.headers, fake.config, token=needs_token)
             if authenticated:
-                tenant = fake.tenants.resolve(presented_key(request.headers))
+                key = presented_key(request.headers)
+                grant = fake.access_tokens.grant(key)
+                tenant = fake.tenants.resolve(key) if grant is None else grant.owner
                 tenant.last_seen = started
                 request_scope.tenant = tenant
                 tenant_id = tenant.id
                 if sandbox_id is not None:
                     sandbox = tenant.sandboxes.get(sandbox_id)
                     arrived_as = sandbox.status if sandbox is not None else None
+                if grant is not None:
+                    _check_delegated(grant, token_may_call, sandbox_id)
             if is_control or not fake.faults.has_rules:
                 response = await handler(request)
             else:
@@ -223,6 +230,15 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
     serve.__doc__ = handler.__doc__
     serve.__wrapped__ = handler  # type: ignore[attr-defined]
     return serve
+
+
+def _check_delegated(grant: AccessToken, token_may_call: bool, sandbox_id: str | None) -> None:
+    """A delegated token calls its own sandbox's runtime routes only: 403 for any other
+    route, 404 for another sandbox (whose existence it may not learn)."""
+    if not token_may_call:
+        raise ApiError(403, errors.DELEGATED_FORBIDDEN)
+    if sandbox_id != grant.sandbox:
+        raise ApiError(404, errors.SANDBOX_NOT_FOUND)
 
 
 async def _faulted(

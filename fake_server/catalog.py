@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_REGION", "DEFAULT_ROOTFS", "ROOTFS", "SHAPES", "Shape"]
+__all__ = ["DEFAULT_REGION", "DEFAULT_ROOTFS", "DESKTOP_ROOTFS", "ROOTFS", "SHAPES", "Shape"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +59,9 @@ ROOTFS: dict[str, str] = {
     "devbox:1": "Debian-based development image",
     "desktop:1": "Desktop image for computer use",
 }
+
+#: The root filesystems with a graphical desktop (the ``…/computer`` routes need one).
+DESKTOP_ROOTFS = frozenset({"desktop:1"})
 
 DEFAULT_REGION = "us"
 

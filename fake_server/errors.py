@@ -108,6 +108,23 @@ OUTPUT_EVICTED = "output_offset_expired"
 WAIT_TIMEOUT = "process did not exit before timeout_ms"
 INPUT_INVALID = "data_base64 must be standard padded base64"
 
+# Access tokens
+ACCESS_TOKEN_ENABLED = "an access token is already enabled for this sandbox; rotate it instead"
+ACCESS_TOKEN_NOT_FOUND = "access token not found"
+DELEGATED_FORBIDDEN = (
+    "a sandbox access token may only run commands, files, processes and the desktop"
+    " of its own sandbox"
+)
+
+# Computer use
+NO_DESKTOP = "sandbox rootfs {rootfs} has no desktop; create it from a desktop rootfs ({desktops})"
+DESKTOP_NOT_RUNNING = "sandbox is {status}; resume it before using its desktop"
+SCREEN_NOT_FOUND = "screen not found"
+SCREENS_FULL = "all {count} screens exist; delete one first"
+PRIMARY_SCREEN = "screen-0 is the primary screen and cannot be deleted"
+WINDOW_NOT_FOUND = "window not found"
+NO_ACTIVE_WINDOW = "no window is active"
+
 # Faults and rate limits
 RATE_LIMITED = "rate limit exceeded"
 INJECTED_ERROR = "injected error"

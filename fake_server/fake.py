@@ -14,11 +14,13 @@ Example::
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aiohttp import web
 
 from fake_server import errors
+from fake_server.access_tokens import AccessTokens
 from fake_server.clock import Clock, ManualClock, RealClock, isoformat
 from fake_server.config import ServerConfig
 from fake_server.errors import ApiError
@@ -58,8 +60,8 @@ class FakeCreateOS:
 
     Attributes: ``config``, ``clock``, ``journal``, ``tenants``, ``sandboxes`` (management
     operations), ``templates`` (template builds), ``runtime`` (exec/files/processes),
-    ``tunnels`` (what listens on sandbox ports), ``commands`` (the sandbox shell's command
-    registry), ``seed``.
+    ``tunnels`` (what listens on sandbox ports), ``access_tokens`` (sandboxes' delegated
+    tokens), ``commands`` (the sandbox shell's command registry), ``seed``.
     """
 
     def __init__(self, config: ServerConfig | None = None, **overrides: Any) -> None:
@@ -74,6 +76,7 @@ class FakeCreateOS:
         )
         self.commands = CommandRegistry()
         self.tenants = Tenants(self.ids, strict=config.strict)
+        self.access_tokens = AccessTokens(self.ids, self.clock.wall)
         self.lifecycle = Lifecycle(
             self.clock,
             config.durations(),
@@ -110,11 +113,6 @@ class FakeCreateOS:
             self.tenants.register(key)
         self.tenants.on_implicit = self._tenant_made
         self._swept_at = self.clock.now()
-
-    def _going_away(self, sandbox: Sandbox) -> None:
-        """A sandbox is being destroyed: its commands stop and nothing listens in it."""
-        self.runtime.stop_all(sandbox)
-        self.tunnels.forget(sandbox.id)
 
     def reseed(self, seed: int) -> None:
         """Restart ids, names and fault draws from ``seed``."""
@@ -168,7 +166,15 @@ class FakeCreateOS:
         tenant = self.tenants.resolve(api_key)
         self.sandboxes.forget_tenant(tenant)
         self.templates.forget_tenant(tenant)
+        self.access_tokens.forget_tenant(tenant.id)
         self.tenants.forget(api_key)
+
+    def _going_away(self, sandbox: Sandbox) -> None:
+        """A sandbox is being destroyed (or failed): its commands stop, nothing listens in it
+        any more and its token ends."""
+        self.runtime.stop_all(sandbox)
+        self.tunnels.forget(sandbox.id)
+        self.access_tokens.disable(sandbox)
 
     def set_durations(
         self,
@@ -276,6 +282,7 @@ class FakeCreateOS:
         self.faults.clear()
         self.tunnels.clear()
         self.tenants.clear()
+        self.access_tokens.clear()
         self.journal.clear()
         for key in self.config.api_keys:
             self.tenants.register(key)
@@ -389,6 +396,26 @@ class FakeCreateOS:
                 before=event.before.value if event.before else None,
                 after=event.after.value,
                 cause=event.cause,
+            )
+        )
+
+    def journal_computer(self, sandbox: Sandbox, action: str, arguments: dict[str, Any]) -> None:
+        """Record what an agent did on a sandbox's desktop: ``action`` (the route under
+        ``…/computer``, e.g. ``mouse/click``) and its arguments as JSON, in the entry's
+        ``detail``.
+
+        Example::
+
+            fake.journal_computer(sandbox, "keyboard/type", {"text": "hi", "screen_id": "screen-0"})
+            fake.journal.entries(kind="computer")[-1].detail
+            # 'keyboard/type {"screen_id":"screen-0","text":"hi"}'
+        """
+        self.journal.record(
+            self._event_entry(
+                kind="computer",
+                tenant=sandbox.tenant,
+                sandbox=sandbox.id,
+                detail=f"{action} {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}",
             )
         )
 

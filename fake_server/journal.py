@@ -19,6 +19,7 @@ import difflib
 import enum
 import inspect
 import itertools
+import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
@@ -30,7 +31,7 @@ from fake_server.route_table import RouteTable
 
 __all__ = ["JOURNAL_PAGE", "JOURNAL_PAGE_MAX", "Entry", "Journal", "JournalAssertionError"]
 
-Kind = Literal["request", "transition", "process"]
+Kind = Literal["request", "transition", "process", "computer"]
 
 DEFAULT_CAPACITY = 10_000
 
@@ -50,6 +51,8 @@ class Entry:
     ``detail`` why there was no answer, or that its client had left before it (``status`` is
     then what the fake answered, which nobody received).
     For lifecycle events: ``before``/``after`` statuses (``transition``) or a process ``detail``.
+    For desktop actions (``computer``): ``detail`` is the action and its arguments as JSON,
+    e.g. ``mouse/click {"button":"left","count":1,"screen_id":"screen-0","x":10,"y":20}``.
     """
 
     seq: int
@@ -105,6 +108,8 @@ class Entry:
             return (
                 f"#{self.seq} {self.sandbox}: {self.before or 'new'} -> {self.after} ({self.cause})"
             )
+        if self.kind == "computer":
+            return f"#{self.seq} {self.sandbox} computer {self.detail}"
         return f"#{self.seq} {self.sandbox} process {self.process}: {self.detail}"
 
 
@@ -314,6 +319,22 @@ class Journal:
 
     def transitions(self, sandbox: str | None = None) -> list[Entry]:
         return self.entries(kind="transition", sandbox=sandbox)
+
+    def computer_actions(self, sandbox: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """What was done on desktops (one sandbox's, if given), oldest first: each action
+        (the route under ``…/computer``) with its arguments.
+
+        Example::
+
+            journal.computer_actions(sandbox_id)
+            # [('launch', {'application': 'xterm', 'screen_id': 'screen-0', 'window': ...}),
+            #  ('keyboard/type', {'screen_id': 'screen-0', 'text': 'ls', 'window': ...})]
+        """
+        actions = []
+        for entry in self.entries(kind="computer", sandbox=sandbox):
+            action, _, arguments = (entry.detail or "").partition(" ")
+            actions.append((action, json.loads(arguments or "{}")))
+        return actions
 
     @staticmethod
     def overlapping(first: Entry, second: Entry) -> bool:

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from fake_server.access_tokens import delegable
 from fake_server.api_schema import (
     BASE64,
     ERRORS,
@@ -47,6 +48,7 @@ from fake_server.api_schema import (
     string,
     timestamp,
 )
+from fake_server.desktop import SCREEN_IDS
 from fake_server.faults import ACTION_TYPES
 from fake_server.lifecycle import Status
 from fake_server.processes import ProcessState
@@ -260,7 +262,7 @@ def _journal_entry() -> Schema:
         {
             "seq": integer(),
             "opened": integer(),
-            "kind": enum(["request", "transition", "process"]),
+            "kind": enum(["request", "transition", "process", "computer"]),
             "at": number(),
             "time": timestamp(),
         },
@@ -344,6 +346,21 @@ def _schemas() -> dict[str, Schema]:
         "ManagedProcess": _process_view(),
         "ExecFrame": _exec_frame(),
         "ProcessFrame": _process_frame(),
+        "ComputerWindow": obj(
+            {"id": string(pattern=ID_PATTERN), "title": string()},
+            description="A desktop window.",
+        ),
+        "ComputerScreen": obj(
+            {
+                "screen_id": enum(SCREEN_IDS),
+                "display": string(pattern="^:[0-7]$"),
+                "width": integer(minimum=1),
+                "height": integer(minimum=1),
+                "vnc_port": integer(minimum=1),
+                "novnc_port": integer(minimum=1),
+            },
+            description="A desktop screen (an X display).",
+        ),
         "FaultRuleIn": _fault_rule_in(),
         "FaultRule": _fault_rule_out(),
         "Gate": gate,
@@ -393,6 +410,10 @@ _LINKS_BY_PLACEHOLDERS: dict[str, dict[tuple[str, ...], dict[str, str]]] = {
     "template": {("template",): {"template": "$response.body#/data/id"}},
     "network": {("network",): {"network": "$response.body#/data/id"}},
     "disk": {("disk",): {"disk": "$response.body#/data/id"}},
+    "window": {("id", "wid"): {"id": "$request.path.id", "wid": "$response.body#/data/id"}},
+    "screen": {
+        ("id", "sid"): {"id": "$request.path.id", "sid": "$response.body#/data/screen_id"},
+    },
 }
 
 
@@ -411,13 +432,24 @@ def _paths(routes: Iterable[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
             names = _placeholders(template)
             if names:
                 item["parameters"] = [PATH_PARAMETERS[name] for name in names]
-        item[method.lower()] = copy.deepcopy(op)
+        item[method.lower()] = _with_delegated_refusal(template, copy.deepcopy(op))
     for item in paths.values():
         for op in (value for key, value in item.items() if key != "parameters"):
             for response in op["responses"].values():
                 if isinstance(response.get("links"), str):
                     response["links"] = _links_to(response["links"], paths)
     return paths
+
+
+def _with_delegated_refusal(template: str, op: dict[str, Any]) -> dict[str, Any]:
+    """``op`` with its 403 when a sandbox's delegated access token is refused on it: every
+    authenticated ``/v1`` route but the sandbox's runtime (fake_server.access_tokens)."""
+    responses = op["responses"]
+    authenticated = template.startswith("/v1/") and op.get("security") != []
+    if authenticated and not delegable(template) and "403" not in responses:
+        responses["403"] = {"$ref": f"#/components/responses/{ERRORS[403][0]}"}
+        op["responses"] = dict(sorted(responses.items()))
+    return op
 
 
 def _links_to(target: str, paths: dict[str, Any]) -> dict[str, Any]:

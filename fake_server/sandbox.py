@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.catalog import Shape
 from fake_server.clock import isoformat
+from fake_server.desktop import Desktop
 from fake_server.filesystem import FileSystem
 from fake_server.lifecycle import PendingTransition, Status
 
@@ -32,6 +33,7 @@ _OUTSIDE_THE_VIEW = frozenset(
         "pending",
         "_fs",
         "_processes",
+        "_desktop",
         "_order",
         "_listing",
     }
@@ -70,6 +72,7 @@ class Sandbox:
     last_activity: float = 0.0
     _fs: FileSystem | None = None
     _processes: dict[str, ManagedProcess] | None = None
+    _desktop: Desktop | None = None
     #: Creation order in its tenant, and the tenant's listing that follows its status (both
     #: set by the listing when the tenant adopts the sandbox).
     _order: int = 0
@@ -116,6 +119,7 @@ class Sandbox:
         """Drop the filesystem and processes (a destroyed sandbox holds no memory)."""
         self._fs = None
         self._processes = None
+        self._desktop = None
 
     @property
     def processes(self) -> dict[str, ManagedProcess]:
@@ -123,6 +127,14 @@ class Sandbox:
         if self._processes is None:
             self._processes = {}
         return self._processes
+
+    @property
+    def desktop(self) -> Desktop:
+        """The simulated desktop (created on first use; only desktop rootfs sandboxes reach
+        it, through the computer routes)."""
+        if self._desktop is None:
+            self._desktop = Desktop()
+        return self._desktop
 
     @property
     def has_processes(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fake_server import errors
+from fake_server.access_tokens import is_token_shaped
 from fake_server.disks import Disks
 from fake_server.errors import ApiError
 from fake_server.identifiers import Identifiers
@@ -156,12 +157,13 @@ class Tenants:
 
     def resolve(self, api_key: str | None) -> Tenant:
         """The tenant for a request's key; 401 for a missing key (or an unknown one in strict
-        mode)."""
+        mode, or one shaped like a sandbox access token: a revoked token must not become a
+        tenant of its own)."""
         if not api_key or not api_key.strip():
             raise ApiError(401, errors.INVALID_API_KEY)
         tenant = self._by_key.get(api_key)
         if tenant is None:
-            if self.strict:
+            if self.strict or is_token_shaped(api_key):
                 raise ApiError(401, errors.INVALID_API_KEY)
             tenant = self.register(api_key, implicit=True)
             self.on_implicit(tenant)

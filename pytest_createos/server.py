@@ -212,6 +212,10 @@ class TenantJournal:
     def transitions(self, sandbox: str | None = None) -> list[Entry]:
         return self.snapshot().transitions(sandbox)
 
+    def computer_actions(self, sandbox: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """What was done on this tenant's desktops: ``(action, arguments)``, oldest first."""
+        return self.snapshot().computer_actions(sandbox)
+
     def assert_requested(self, route: str, *, times: int | None = None, **filters: Any) -> None:
         self.snapshot().assert_requested(route, times=times, **filters)
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pytest
 from aiohttp.test_utils import TestClient
 
 from fake_server import FakeCreateOS, ServerConfig
+
+if TYPE_CHECKING:
+    import createos
+
+    from pytest_createos import CreateosServer
 
 # String aliases: older aiohttp's TestClient is not subscriptable at run time.
 Client: TypeAlias = "TestClient[Any, Any]"
@@ -39,6 +44,19 @@ async def client(
 ) -> TestClient[Any, Any]:
     """An aiohttp test client sending the tenant's key on every request."""
     return await aiohttp_client(fake.app(), headers={"X-Api-Key": api_key})
+
+
+@pytest.fixture
+def sdk(createos_server: CreateosServer) -> Iterator[createos.Client]:
+    """The official SDK (sync) for the plugin's ``createos_server`` tenant, with fast retries
+    so a ``Retry-After`` is what decides a wait."""
+    import createos  # only the SDK tests pay for importing it
+
+    retry = createos.RetryOptions(max_retries=2, base_delay=0.01, max_delay=0.05)
+    with createos.Client(
+        api_key=createos_server.api_key, base_url=createos_server.url, retry=retry, timeout=5
+    ) as client:
+        yield client
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:

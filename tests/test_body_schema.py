@@ -137,6 +137,8 @@ async def test_each_route_refuses_what_its_declared_body_refuses(
         port="7",
         network="no-such-network",
         disk="no-such-disk",
+        wid="0x0400001",
+        sid="screen-0",
     )
     assert route.operation.body is not None
     schema = route.operation.body.schema

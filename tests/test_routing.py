@@ -43,21 +43,23 @@ def request(method: str, path: str) -> web.Request:
 
 
 def sample_paths(routes: Routes) -> list[str]:
-    """Each template with its variables set to every literal segment that follows a variable
-    in some template (the values that could make one template match another's paths), to
-    ``by-ip``, and to a few odd values."""
-    literals = {
-        part
-        for route in routes
-        for part in route.template.split("/")[3:]
-        if route.template.count("{") and "{" not in part
-    }
-    values = sorted(literals | {"by-ip", "sb_x", "p_1", "10.0.0.7", "a%2Fb", "%7Bx%7D"})
+    """Each template with each variable set to every literal segment some template holds at
+    that variable's position (the only values that could make one template match another's
+    paths: two templates match one path only where, segment by segment, one has a variable or
+    both the same literal), to ``by-ip``, and to a few odd values."""
+    literals_at: dict[int, set[str]] = {}
+    for route in routes:
+        for position, part in enumerate(route.template.split("/")):
+            if not _VARIABLE.fullmatch(part):
+                literals_at.setdefault(position, set()).add(part)
+    odd = {"by-ip", "sb_x", "p_1", "10.0.0.7", "a%2Fb", "%7Bx%7D"}
     paths = {"/", "/v1", "/v1/", "/v1/sandboxes/", "/nowhere", "/v1/sandboxes/x/nowhere"}
     for route in routes:
-        fixed = _VARIABLE.split(route.template)
-        for chosen in itertools.product(values, repeat=len(fixed) - 1):
-            paths.add("".join(itertools.chain(*zip(fixed, (*chosen, ""), strict=True))))
+        choices = [
+            sorted(literals_at.get(position, set()) | odd) if _VARIABLE.fullmatch(part) else [part]
+            for position, part in enumerate(route.template.split("/"))
+        ]
+        paths.update("/".join(chosen) for chosen in itertools.product(*choices))
     return sorted(paths)
 
 

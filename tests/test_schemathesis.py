@@ -26,7 +26,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -117,15 +117,20 @@ CONFIG = schemathesis.Config.from_dict(
 )
 SCHEMA = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
 #: Chains follow a sandbox through its lifecycle, its runtime and its processes (the routes a
-#: lease's races go through), named here rather than "everything under /v1/sandboxes": every
-#: other route stays in the per-operation test, where it cannot crowd out the chains that
-#: reach running sandboxes and live processes (each route added under a sandbox did).
+#: lease's races go through), named here rather than "everything under /v1/sandboxes": other
+#: routes have chains of their own (the desktop and access token, networks and disks) or stay in
+#: the per-operation test, where they cannot crowd out the chains that reach running sandboxes
+#: and live processes (each route added under a sandbox did).
 _LIFECYCLE = r"pause|resume|fork|egress|resize|ssh-pubkeys|bandwidth|exec|files|state|marker"
 STATEFUL_SCHEMA = SCHEMA.include(
     path_regex=(
         r"^/(v1|_fake)/sandboxes(/by-ip/\{ip\}|/\{id\}"
         rf"(/({_LIFECYCLE})|/processes(/\{{pid\}}(/[a-z/]+)?)?)?)?$"
     )
+)
+#: The desktop chains: creating a sandbox, its desktop and its access token.
+DESKTOP_SCHEMA = SCHEMA.include(
+    path_regex=r"^/v1/sandboxes(/\{id\}/(computer/.*|access-token.*))?$"
 )
 SETTINGS = settings(
     deadline=None,
@@ -292,17 +297,17 @@ LINKED_SUCCESSES = {
     "forkSandbox",
     "execCommand",
     "connectProcess",
-    "sendInput",
-    "deleteProcess",
     "deleteSandbox",
 }
 #: Operations the chains must reach through a link, whatever they answer. Their success is a
-#: coin toss: waitProcess answers 200 or 408 depending on which process a chain waits on, and
-#: downloadFile's one link (from an upload) often follows a pause (409). Hypothesis draws
-#: different data in different processes even derandomized (it also seeds from constants in
-#: the modules loaded so far), so under xdist a run of chains without one successful download
-#: happened. tests/test_api_runtime.py and tests/test_sdk.py cover both operations themselves.
-LINKED_CALLS = {"waitProcess", "downloadFile"}
+#: coin toss: waitProcess answers 200 or 408 depending on which process a chain waits on,
+#: downloadFile's one link (from an upload) often follows a pause (409), and so do the process
+#: operations a chain reaches after pausing its sandbox. Hypothesis draws different data in
+#: different processes even derandomized (it also seeds from constants in the modules loaded
+#: so far), so under xdist runs of chains without one successful download, input or process
+#: delete happened (each time routes were added). tests/test_api_runtime.py and
+#: tests/test_sdk.py cover these operations themselves.
+LINKED_CALLS = {"waitProcess", "downloadFile", "sendInput", "deleteProcess"}
 
 
 def _sandbox_id(output: Any) -> str:
@@ -324,84 +329,40 @@ def same_constants(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(providers, "_get_local_constants", lambda: empty)
 
 
-@pytest.mark.usefixtures("same_constants")
-def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) -> None:
-    live = chain_live
-    base = STATEFUL_SCHEMA.as_state_machine()
-    operations = STATEFUL_SCHEMA
-    sandboxes = "/v1/sandboxes"
-    processes = "/v1/sandboxes/{id}/processes"
+#: How many computer operations besides the seeding's own the desktop chains must get a 200
+#: from. A count, not a list: which ones a run reaches depends on Hypothesis' draws, which differ
+#: between processes (see LINKED_CALLS); a run reaches about twice this many.
+DESKTOP_SUCCESSES = 8
+#: The operations on one window (``{wid}``): reaching one proves the window link leads on.
+WINDOW_OPERATIONS = {
+    "computerGetWindow",
+    "computerWindowGeometry",
+    "computerFocusWindow",
+    "computerMoveWindow",
+    "computerResizeWindow",
+    "computerMaximizeWindow",
+    "computerMinimizeWindow",
+    "computerRestoreWindow",
+    "computerCloseWindow",
+}
+SANDBOXES = "/v1/sandboxes"
+#: The bundle of created sandboxes, which seeds fill.
+CREATED = f"POST {SANDBOXES} -> 200"
 
-    class Machine(base):  # type: ignore[misc,valid-type]
-        def setup(self) -> None:
-            # Every scenario starts from the same state (an empty tenant, the same ids), so
-            # Hypothesis can replay and shrink it: bundles fill from the fake's answers.
-            live.call(fresh_tenant, live.fake)
-
-        def seed_step(self, case: Any) -> Any:
-            """One step outside the generated rules, recorded as the rules record theirs so
-            links from its answer work like links from a generated one."""
-            step = StepInput.initial(case)
-            self.recorder.record_case(case=case)
-            self.control.record_step(step, self.recorder)
-            return self._step(step)
-
-        @initialize(target=base.bundles[f"POST {sandboxes} -> 200"])
-        def seed_resources(self) -> Any:
-            """Start every scenario with what random roots rarely reach: a running sandbox with
-            a declared env var, a paused one (a fork source), a live process, a finished one and
-            a terminal, and an uploaded file. The links take it from there."""
-            create = operations[sandboxes]["POST"]
-            running = self.seed_step(create.Case(body={"shape": SHAPE, "envs": {"A": "1"}}))
-            paused = self.seed_step(create.Case(body={"shape": SHAPE}))
-            running_id, paused_id = _sandbox_id(running), _sandbox_id(paused)
-            pause = operations[sandboxes + "/{id}/pause"]["POST"]
-            self.seed_step(pause.Case(path_parameters={"id": paused_id}, body={}))
-            start = operations[processes]["POST"].Case
-            in_running = {"id": running_id}
-            # `cat` waits for stdin: a live process to connect to, wait for, signal...
-            live_process = self.seed_step(start(path_parameters=in_running, body={"cmd": "cat"}))
-            script = {"cmd": "/bin/bash", "args": ["-lc", "echo out; echo err >&2"]}
-            finished = self.seed_step(start(path_parameters=in_running, body=script))
-            terminal = {"pty": {"rows": 24, "cols": 80}}
-            shell = self.seed_step(start(path_parameters=in_running, body=terminal))
-            upload = self.seed_step(
-                operations[sandboxes + "/{id}/files"]["PUT"].Case(
-                    path_parameters=in_running,
-                    query={"path": "/srv/app/data.txt"},
-                    body=b"hello",
-                    media_type=OCTET_STREAM,
-                )
-            )
-            return multiple(running, paused, live_process, finished, shell, upload)
-
-        def call(self, case: Any, **kwargs: Any) -> schemathesis.Response:
-            return send(case, live)
-
-        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
-            check(case, response)
-
-    SEEN.clear()
-    Machine.run(
-        settings=settings(
-            SETTINGS, max_examples=STATEFUL_SCENARIOS, stateful_step_count=STATEFUL_STEPS
-        )
-    )
-    # A chain test that never gets past 404s proves nothing: this fails if the links or the
-    # seeding stop leading anywhere.
-    reached = {operation for operation, status in SEEN if status == 200}
-    assert reached >= LINKED_SUCCESSES, sorted(LINKED_SUCCESSES - reached)
-    called = {operation for operation, _ in SEEN}
-    assert called >= LINKED_CALLS, sorted(LINKED_CALLS - called)
+#: Seeds a scenario: given the machine and the schema, the steps whose answers start it.
+Seed = Callable[[Any, Any], Any]
 
 
-def chain_machine(schema: Any, live: BackgroundServer) -> Any:
-    """The state machine of ``schema``'s links, run against ``live``: each scenario from a fresh
-    tenant, every answer checked; subclasses seed it (``seed_step``).
-
-    The sandbox chains above keep their own copy of these methods on purpose: derandomized
-    Hypothesis seeds a state machine from its class's source, and a rewritten class there
-    steered those chains away from every fork."""
+def run_chains(
+    live: BackgroundServer,
+    schema: Any,
+    seeds: Mapping[str, Seed],
+    scenarios: int = STATEFUL_SCENARIOS,
+) -> set[str]:
+    """Run chains of ``schema``'s operations along the links, each scenario on an empty tenant
+    and started from what ``seeds`` make (each fills the bundle it is keyed by, e.g.
+    ``"POST /v1/sandboxes -> 200"``); every answer is checked against the document. Returns the
+    operations that answered 200 at least once."""
     base = schema.as_state_machine()
 
     class Machine(base):  # type: ignore[misc,valid-type]
@@ -424,18 +385,102 @@ def chain_machine(schema: Any, live: BackgroundServer) -> Any:
         def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
             check(case, response)
 
-    return Machine
+    def seeding(seed: Seed) -> Callable[[Any], Any]:
+        def seed_scenario(machine: Any) -> Any:
+            return seed(machine, schema)
 
+        return seed_scenario
 
-def run_chains(machine: Any, scenarios: int, successes: set[str]) -> None:
-    """Run ``scenarios`` chains; fail unless each of ``successes`` answered 200 at least once
-    (a chain test that never gets past 404s proves nothing)."""
+    for position, (bundle, seed) in enumerate(seeds.items()):
+        rule = initialize(target=base.bundles[bundle])(seeding(seed))
+        setattr(Machine, f"seed_{position}", rule)
     SEEN.clear()
-    machine.run(
+    Machine.run(
         settings=settings(SETTINGS, max_examples=scenarios, stateful_step_count=STATEFUL_STEPS)
     )
-    reached = {operation for operation, status in SEEN if status == 200}
-    assert reached >= successes, sorted(successes - reached)
+    return {operation for operation, status in SEEN if status == 200}
+
+
+def seed_sandboxes(machine: Any, operations: Any) -> Any:
+    """Start every scenario with what random roots rarely reach: a running sandbox with a
+    declared env var, a paused one (a fork source), a live process, a finished one and a
+    terminal, and an uploaded file. The links take it from there."""
+    processes = SANDBOXES + "/{id}/processes"
+    create = operations[SANDBOXES]["POST"]
+    running = machine.seed_step(create.Case(body={"shape": SHAPE, "envs": {"A": "1"}}))
+    paused = machine.seed_step(create.Case(body={"shape": SHAPE}))
+    running_id, paused_id = _sandbox_id(running), _sandbox_id(paused)
+    pause = operations[SANDBOXES + "/{id}/pause"]["POST"]
+    machine.seed_step(pause.Case(path_parameters={"id": paused_id}, body={}))
+    start = operations[processes]["POST"].Case
+    in_running = {"id": running_id}
+    # `cat` waits for stdin: a live process to connect to, wait for, signal...
+    live_process = machine.seed_step(start(path_parameters=in_running, body={"cmd": "cat"}))
+    script = {"cmd": "/bin/bash", "args": ["-lc", "echo out; echo err >&2"]}
+    finished = machine.seed_step(start(path_parameters=in_running, body=script))
+    terminal = {"pty": {"rows": 24, "cols": 80}}
+    shell = machine.seed_step(start(path_parameters=in_running, body=terminal))
+    upload = machine.seed_step(
+        operations[SANDBOXES + "/{id}/files"]["PUT"].Case(
+            path_parameters=in_running,
+            query={"path": "/srv/app/data.txt"},
+            body=b"hello",
+            media_type=OCTET_STREAM,
+        )
+    )
+    # A second running sandbox: chains pause sandboxes often, and exec needs one running.
+    spare = machine.seed_step(create.Case(body={"shape": SHAPE}))
+    return multiple(running, paused, live_process, finished, shell, upload, spare)
+
+
+@pytest.mark.usefixtures("same_constants")
+def test_linked_operations_answer_as_documented(chain_live: BackgroundServer) -> None:
+    reached = run_chains(chain_live, STATEFUL_SCHEMA, {CREATED: seed_sandboxes})
+    # A chain test that never gets past 404s proves nothing: this fails if the links or the
+    # seeding stop leading anywhere.
+    assert reached >= LINKED_SUCCESSES, sorted(LINKED_SUCCESSES - reached)
+    called = {operation for operation, _ in SEEN}
+    assert called >= LINKED_CALLS, sorted(LINKED_CALLS - called)
+
+
+def seed_desktop(machine: Any, operations: Any) -> Any:
+    """A running desktop with a window open and an access token (enabling it is checked here,
+    once: the chains' own tries answer 409 from then on), and the window (its link leads to the
+    window operations)."""
+    created = machine.seed_step(
+        operations[SANDBOXES]["POST"].Case(body={"shape": SHAPE, "rootfs": "desktop:1"})
+    )
+    on_desktop = {"id": _sandbox_id(created)}
+    machine.seed_step(
+        operations[SANDBOXES + "/{id}/access-token"]["POST"].Case(
+            path_parameters=on_desktop, body={}
+        )
+    )
+    computer = SANDBOXES + "/{id}/computer"
+    machine.seed_step(
+        operations[computer + "/launch"]["POST"].Case(
+            path_parameters=on_desktop, body={"application": "xterm"}
+        )
+    )
+    window = machine.seed_step(
+        operations[computer + "/windows/current"]["GET"].Case(path_parameters=on_desktop)
+    )
+    return multiple(created, window)
+
+
+@pytest.mark.usefixtures("same_constants")
+def test_desktop_chains_answer_as_documented(chain_live: BackgroundServer) -> None:
+    """The computer routes' successes, which need a running desktop, and the access token's
+    (chains of their own, so they do not crowd the sandbox chains out of the operations those
+    must reach)."""
+    reached = run_chains(chain_live, DESKTOP_SCHEMA, {CREATED: seed_desktop})
+    beyond_seeding = {
+        operation
+        for operation in reached - {"computerLaunch", "computerCurrentWindow"}
+        if operation.startswith("computer")
+    }
+    assert len(beyond_seeding) >= DESKTOP_SUCCESSES, sorted(beyond_seeding)
+    assert beyond_seeding & WINDOW_OPERATIONS, sorted(beyond_seeding)
 
 
 #: Networks and disks chain apart from the sandboxes: in one machine they would crowd out the
@@ -445,26 +490,24 @@ RESOURCE_SCHEMA = SCHEMA.include(path_regex=r"^/v1/(networks|disks)")
 RESOURCE_SUCCESSES = {"getNetwork", "deleteNetwork", "getDisk", "patchDisk", "deleteDisk"}
 
 
+def seed_network(machine: Any, operations: Any) -> Any:
+    """A network to follow links from (generated names rarely make one)."""
+    return machine.seed_step(operations["/v1/networks"]["POST"].Case(body={"name": "seed-net"}))
+
+
+def seed_disk(machine: Any, operations: Any) -> Any:
+    """A disk to follow links from (generated bodies rarely make one)."""
+    body = {
+        "name": "seed-disk",
+        "kind": "s3",
+        "config": {"bucket": "b", "endpoint": "https://s3.example.test"},
+        "credentials": {"access_key": "a", "secret_key": "s"},
+    }
+    return machine.seed_step(operations["/v1/disks"]["POST"].Case(body=body))
+
+
 @pytest.mark.usefixtures("same_constants")
 def test_network_and_disk_links_answer_as_documented(chain_live: BackgroundServer) -> None:
-    base = chain_machine(RESOURCE_SCHEMA, chain_live)
-
-    class Machine(base):  # type: ignore[misc,valid-type]
-        @initialize(target=base.bundles["POST /v1/networks -> 200"])
-        def seed_network(self) -> Any:
-            """A network to follow links from (generated names rarely make one)."""
-            create = RESOURCE_SCHEMA["/v1/networks"]["POST"]
-            return self.seed_step(create.Case(body={"name": "seed-net"}))
-
-        @initialize(target=base.bundles["POST /v1/disks -> 200"])
-        def seed_disk(self) -> Any:
-            """A disk to follow links from (generated bodies rarely make one)."""
-            body = {
-                "name": "seed-disk",
-                "kind": "s3",
-                "config": {"bucket": "b", "endpoint": "https://s3.example.test"},
-                "credentials": {"access_key": "a", "secret_key": "s"},
-            }
-            return self.seed_step(RESOURCE_SCHEMA["/v1/disks"]["POST"].Case(body=body))
-
-    run_chains(Machine, STATEFUL_SCENARIOS // 4, RESOURCE_SUCCESSES)
+    seeds = {"POST /v1/networks -> 200": seed_network, "POST /v1/disks -> 200": seed_disk}
+    reached = run_chains(chain_live, RESOURCE_SCHEMA, seeds, STATEFUL_SCENARIOS // 4)
+    assert reached >= RESOURCE_SUCCESSES, sorted(RESOURCE_SUCCESSES - reached)

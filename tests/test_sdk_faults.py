@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import createos
 import httpx
 import pytest
@@ -11,16 +9,6 @@ import pytest
 from pytest_createos import CreateosServer
 
 SHAPE = createos.CreateSandboxRequest(shape="s-1vcpu-1gb")
-
-
-@pytest.fixture
-def sdk(createos_server: CreateosServer) -> Iterator[createos.Client]:
-    """The SDK with fast retries, so Retry-After is what decides the wait."""
-    retry = createos.RetryOptions(max_retries=2, base_delay=0.01, max_delay=0.05)
-    with createos.Client(
-        api_key=createos_server.api_key, base_url=createos_server.url, retry=retry, timeout=5
-    ) as client:
-        yield client
 
 
 def test_503_with_retry_after_is_retried_by_the_sdk(

@@ -18,6 +18,9 @@ from collections.abc import Iterator
 from fake_server.api_schema import Schema
 from fake_server.route_table import RouteTable
 from fake_server.routes import (
+    access_tokens,
+    computer,
+    computer_windows,
     control,
     dashboard,
     meta,
@@ -38,8 +41,11 @@ __all__ = ["HOT", "declared", "hot_first", "route_table", "schemas", "served"]
 _MODULES = (
     meta,
     sandboxes,
+    access_tokens,
     runtime,
     processes,
+    computer,
+    computer_windows,
     tunnels,
     templates,
     resources,

@@ -156,6 +156,13 @@ async def test_generated_bad_requests_never_break_the_fake(
                     answer = await response.read()
             except (aiohttp.ClientPayloadError, TimeoutError, aiohttp.ServerTimeoutError):
                 continue  # a live stream cut by our read timeout: not an answer to judge
+            except aiohttp.ClientResponseError as exc:
+                # A request line too long to parse gets a 400 with its envelope: the fake cannot
+                # know such a request's method, and aiohttp's client refuses a body after HEAD.
+                if method != "HEAD" or exc.status != 400:
+                    raise
+                statuses[exc.status] += 1
+                continue
             finally:
                 fake.faults.clear()  # a generated rule must not fault the next request
             statuses[response.status] += 1
