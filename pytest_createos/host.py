@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import CleanupInProgressError, CleanupUnconfirmedError, is_cleanup_pending
+from .errors import CleanupUnconfirmedError, LeaseError, is_cleanup_pending
 from .provider import ExecuteResult, Lease
 
 __all__ = ["HostEvent", "LeaseHost", "LeaseProviderLike"]
@@ -124,7 +124,9 @@ class LeaseHost:
     """Drives a provider for one company and environment, safely.
 
     ``seed`` feeds the jitter generator so a run is reproducible; ``max_attempts`` bounds the
-    retries of a refused resume (or of a cleanup refused because another one is running);
+    retries of a refused resume, of a cleanup refused because another one is running, and of
+    a resume, release or destroy whose answer was lost or a retryable error (5xx, 429: the
+    call may have taken effect, so it is asked again; the lease's lock stays held meanwhile);
     delays grow as ``base_delay_ms * 2**n`` up to ``max_delay_ms``, each jittered into
     ``[delay/2, delay]``. ``sleep`` is injectable for tests. Every decision is appended to
     :attr:`events`.
@@ -218,9 +220,9 @@ class LeaseHost:
         """Resume ``lease``, or return a fresh lease when it cannot be kept.
 
         Waits for this host's in-flight release of the same lease, retries with backoff while
-        the provider reports cleanup pending, and destroys then replaces a lease whose cleanup
-        is unconfirmed or that came back expired. Raises the last refusal after
-        ``max_attempts``.
+        the provider reports cleanup pending or the answer was lost or retryable, and destroys
+        then replaces a lease whose cleanup is unconfirmed or that came back expired. Raises
+        the last refusal after ``max_attempts``.
 
         Example:
             >>> async def main(host: LeaseHost, lease: Lease) -> None:
@@ -236,9 +238,11 @@ class LeaseHost:
                 try:
                     resumed = await self.provider.resume(**self._lease_args(lease))
                 except Exception as exc:
-                    if not is_cleanup_pending(exc):
+                    # A lost answer or a 5xx may come after the resume took effect: asking
+                    # again (backed off) finds the sandbox resuming or running.
+                    if not (is_cleanup_pending(exc) or getattr(exc, "retryable", False)):
                         raise
-                    if getattr(exc, "reason", "closing") == "unconfirmed":
+                    if is_cleanup_pending(exc) and getattr(exc, "reason", "") == "unconfirmed":
                         # Waiting cannot help: nobody is finishing this cleanup. Make it
                         # certain, then start over on a new sandbox.
                         await self._destroy_locked(lease)
@@ -292,13 +296,18 @@ class LeaseHost:
         await self._retry_cleanup(lease, self.provider.destroy)
 
     async def _retry_cleanup(self, lease: Lease, hook: Callable[..., Awaitable[None]]) -> None:
-        # Another worker may be cleaning the same lease; wait for it rather than fail.
+        # Another worker may be cleaning the same lease: wait for it rather than fail. A lost
+        # answer or a 5xx is asked again too (backed off): the lock stays held meanwhile, so
+        # no resume or work slips in while the cleanup's outcome is unknown.
         attempt = 0
         while True:
             try:
                 await hook(**self._lease_args(lease))
                 return
-            except CleanupInProgressError:
+            except LeaseError as exc:
+                # An unconfirmed cleanup is not retryable: the caller destroys the lease.
+                if not exc.retryable:
+                    raise
                 attempt += 1
                 if attempt >= self.max_attempts:
                     raise

@@ -317,3 +317,13 @@ def test_a_workload_is_checked_when_declared() -> None:
         Workload("too-far", ops=(resume(1), run(0)))
     with pytest.raises(ValueError, match="outcome 'late' is not one of lost, error"):
         Workload("late", ops=(resume(0),), outcomes=("late",))
+
+
+@explored
+async def test_the_reference_host_survives_lost_and_failed_answers(kit: ConformanceKit) -> None:
+    # Once, a lost or 503 resume answer made LeaseHost.resume raise, and a lost pause answer
+    # let a run slip in during the release: the explorer found both in its first schedules.
+    lossy = Workload("release-resume-lossy", (release(0), resume(0)), outcomes=("lost", "error"))
+    report = await kit.explore(reference_host(), lossy, max_schedules=40)
+    report.assert_ok()
+    assert report.schedules == 40

@@ -17,6 +17,7 @@ from pytest_createos.errors import (
     CleanupPendingError,
     CleanupUnconfirmedError,
     CreateosApiError,
+    CreateosTransportError,
 )
 from pytest_createos.host import LeaseHost
 from pytest_createos.provider import ExecuteResult, Lease
@@ -175,13 +176,49 @@ async def test_expired_lease_is_replaced_without_resuming() -> None:
     assert provider.calls == ["acquire"]
 
 
-async def test_transient_errors_propagate() -> None:
+async def test_a_lost_or_failed_resume_answer_is_asked_again_backed_off() -> None:
+    # The resume may have taken effect before its answer was lost (the explorer found the old
+    # host giving up here): asking again finds the sandbox resuming or running.
     provider, sleeps = ScriptedProvider(), Sleeps()
-    provider.resume_script = [CreateosApiError(503, "get sandbox")]
+    resumed = Lease("sb_old", {"resumedLease": True})
+    provider.resume_script = [
+        CreateosTransportError("resume sandbox", "connection error"),
+        CreateosApiError(503, "resume sandbox"),
+        resumed,
+    ]
+    host = make_host(provider, sleeps)
+    assert await host.resume(OLD) == resumed
+    assert provider.calls == ["resume", "resume", "resume"]
+    assert len(sleeps.delays) == 2
+    assert sleeps.delays[1] > 0
+
+
+async def test_errors_that_cannot_pass_propagate_at_once() -> None:
+    provider, sleeps = ScriptedProvider(), Sleeps()
+    provider.resume_script = [CreateosApiError(404, "get sandbox")]
     host = make_host(provider, sleeps)
     with pytest.raises(CreateosApiError):
         await host.resume(OLD)
     assert provider.calls == ["resume"]
+    assert sleeps.delays == []
+
+
+async def test_a_lasting_transient_error_ends_after_max_attempts() -> None:
+    provider, sleeps = ScriptedProvider(), Sleeps()
+    provider.resume_script = [CreateosApiError(503, "resume sandbox")] * 10
+    host = make_host(provider, sleeps)
+    with pytest.raises(CreateosApiError):
+        await host.resume(OLD)
+    assert provider.calls == ["resume"] * host.max_attempts
+
+
+async def test_a_lost_release_answer_is_asked_again_under_the_lock() -> None:
+    provider, sleeps = ScriptedProvider(), Sleeps()
+    provider.release_script = [CreateosTransportError("pause sandbox", "connection error"), None]
+    host = make_host(provider, sleeps)
+    await host.release(OLD)
+    assert provider.calls == ["release", "release"]
+    assert len(sleeps.delays) == 1
 
 
 async def test_resume_waits_for_the_hosts_inflight_release() -> None:
