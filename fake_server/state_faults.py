@@ -55,11 +55,13 @@ class StateFaults:
         status: str | None = None,
         fail_to: str | None = None,
         stuck: bool | None = None,
+        finish: bool | None = None,
     ) -> None:
         """Apply several state faults at once (the control API's ``/state`` body); raises
-        ``ValueError`` naming a bad status."""
-        if status is None and fail_to is None and stuck is None:
-            raise ValueError("give at least one of status, stuck, fail_to")
+        ``ValueError`` naming a bad status. ``finish`` ends the transition in flight now
+        (:meth:`~fake_server.lifecycle.Lifecycle.finish_now`), after the other changes."""
+        if status is None and fail_to is None and stuck is None and finish is None:
+            raise ValueError("give at least one of status, stuck, fail_to, finish")
         if status is not None:
             self.set_status(sandbox, Status(status))
         if fail_to is not None:
@@ -68,6 +70,8 @@ class StateFaults:
             self.stick(sandbox)
         elif stuck is False:
             self.unstick(sandbox)
+        if finish:
+            self.lifecycle.finish_now(sandbox)
 
     def marker(self, sandbox: Sandbox, mode: str, path: str = DEFAULT_MARKER_PATH) -> None:
         """Wipe, replace (with another random marker) or garble the lease marker file; raises

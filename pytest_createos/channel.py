@@ -71,6 +71,11 @@ class ControlChannel(Protocol):
 
     def release_gate(self, name: str, count: int | None, *, open_gate: bool = False) -> int: ...
 
+    def release_held(self, name: str, request: int, outcome: str | None = None) -> None:
+        """Let the held request numbered ``request`` (its ``id`` in :meth:`gate`'s
+        ``holding``) go on, with an ``outcome`` of :data:`~fake_server.gates.OUTCOMES`."""
+        ...
+
     def wait_gate(self, name: str, count: int, timeout: float) -> None: ...
 
     async def async_wait_gate(self, name: str, count: int, timeout: float) -> None: ...
@@ -220,6 +225,16 @@ class LocalChannel:
             return gate.open() if open_gate else gate.release(count)
 
         return self._call(release)
+
+    def release_held(self, name: str, request: int, outcome: str | None = None) -> None:
+        def release() -> None:
+            gate = self.fake.faults.gates.get(name)
+            held = None if gate is None else gate.held_request(request)
+            if gate is None or held is None:
+                raise ValueError(f"gate {name!r} holds no request {request}")
+            gate.release_request(held, outcome)
+
+        self._call(release)
 
     def _wait(self, name: str, count: int, timeout: float) -> Awaitable[None]:
         return self.fake.faults.gate_named(name).wait_held(count, timeout)
@@ -373,6 +388,10 @@ class HttpChannel:
         if count is not None:
             body["count"] = count
         return int(self._request("POST", f"/_fake/gates/{name}/release", body)["released"])
+
+    def release_held(self, name: str, request: int, outcome: str | None = None) -> None:
+        body = {"request": request, "outcome": outcome or "proceed"}
+        self._request("POST", f"/_fake/gates/{name}/release", body)
 
     def wait_gate(self, name: str, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -32,7 +32,7 @@ from fake_server.api_schema import (
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
-from fake_server.gates import Gate
+from fake_server.gates import OUTCOMES, Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.routes.common import Route, Routes, fake_of, ok, read_body, read_raw_body
 from fake_server.routes.resources import DISK_STATE, NETWORK_VIEW
@@ -143,14 +143,41 @@ async def get_gate(request: web.Request) -> web.Response:
     return ok(_gate(request).as_json())
 
 
-RELEASE = BodySchema(obj({}, {"count": nullable(integer(minimum=0)), "open": nullable(boolean())}))
+#: What ``outcome`` may say when one held request is released: ``proceed`` (or nothing) lets it
+#: go on as usual, the others are :data:`~fake_server.gates.OUTCOMES`.
+RELEASE_OUTCOMES = ("proceed", *OUTCOMES)
+RELEASE = BodySchema(
+    obj(
+        {},
+        {
+            "count": nullable(integer(minimum=0)),
+            "open": nullable(boolean()),
+            "request": nullable(integer(minimum=1)),
+            "outcome": nullable(enum(RELEASE_OUTCOMES)),
+        },
+        description="`count` (all held ones if absent) or `open`; or `request` (a held"
+        " request's `id`) with an optional `outcome`.",
+    )
+)
 
 
 async def release_gate(request: web.Request) -> web.Response:
     body = await read_body(request, RELEASE)
+    number = body.integer("request")
+    outcome = body.string("outcome")
+    if number is None and outcome is not None:
+        raise ApiError.invalid("outcome", errors.OUTCOME_NEEDS_REQUEST)
+    if number is not None and (body.boolean("open") or body.integer("count") is not None):
+        raise ApiError.invalid("request", errors.REQUEST_WITH_COUNT)
     gate = _gate(request)
-    released = gate.open() if body.boolean("open") else gate.release(body.integer("count"))
-    return ok({**gate.as_json(), "released": released})
+    if number is None:
+        released = gate.open() if body.boolean("open") else gate.release(body.integer("count"))
+        return ok({**gate.as_json(), "released": released})
+    held = gate.held_request(number)
+    if held is None:
+        raise ApiError(404, errors.HELD_REQUEST_NOT_FOUND.format(request=number))
+    gate.release_request(held, None if outcome == "proceed" else outcome)
+    return ok({**gate.as_json(), "released": 1})
 
 
 STATE_FAULT = BodySchema(
@@ -160,8 +187,10 @@ STATE_FAULT = BodySchema(
             "status": nullable(ref("SandboxStatus")),
             "stuck": nullable(boolean()),
             "fail_to": nullable(enum(["error", "failed"])),
+            "finish": nullable(boolean()),
         },
-        description="At least one field.",
+        description="At least one field. `finish: true` ends the transition in flight now"
+        " (unless it is stuck), whatever the clock says.",
     )
     | {"minProperties": 1},
     required=True,
@@ -178,6 +207,7 @@ async def sandbox_state(request: web.Request) -> web.Response:
             status=body.string("status"),
             fail_to=body.string("fail_to"),
             stuck=body.boolean("stuck"),
+            finish=body.boolean("finish"),
         )
     except ValueError as exc:
         raise ApiError.invalid("status", str(exc)) from None
@@ -471,11 +501,13 @@ ROUTES: Routes = (
         release_gate,
         control_operation(
             "fakeReleaseGate",
-            "Let held requests through (or open the gate)",
+            "Let held requests through, or one chosen request, or open the gate",
             ok_response(
                 "The gate and how many were released.",
                 {"allOf": [ref("Gate"), obj({"released": integer(minimum=0)}, closed=False)]},
             ),
+            description="404 for an unknown gate, or a `request` id the gate does not hold"
+            " (never held, or gone on already).",
             errors=(*BODY_ERRORS, 404),
             body=RELEASE,
         ),
