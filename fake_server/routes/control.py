@@ -165,6 +165,8 @@ async def release_gate(request: web.Request) -> web.Response:
     body = await read_body(request, RELEASE)
     number = body.integer("request")
     outcome = body.string("outcome")
+    if outcome is not None and outcome not in RELEASE_OUTCOMES:
+        raise ApiError.invalid("outcome", f"must be one of {', '.join(RELEASE_OUTCOMES)}")
     if number is None and outcome is not None:
         raise ApiError.invalid("outcome", errors.OUTCOME_NEEDS_REQUEST)
     if number is not None and (body.boolean("open") or body.integer("count") is not None):

@@ -218,6 +218,7 @@ class Settle:
     """Waits until the host has settled against a fake over HTTP: the test's loop is quiet
     (:class:`Quiescence`, host sleeps jumped) and the fake's gate and journal, and the loop's
     tasks, have not changed for ``settle_s`` real seconds; at most ``max_settle_s`` in all.
+    Before a host timeout fires, it waits up to ``patience_s`` for something still on its way.
 
     Example::
 
@@ -232,6 +233,7 @@ class Settle:
         *,
         settle_s: float = DEFAULT_EXPLORE_SETTLE_S,
         max_settle_s: float = MAX_SETTLE_S,
+        patience_s: float = TIMEOUT_PATIENCE_S,
     ) -> None:
         if settle_s <= 0:
             raise ValueError("settle_s must be more than 0")
@@ -239,6 +241,9 @@ class Settle:
         self._hands = hands
         self.settle_s = settle_s
         self.max_settle_s = max_settle_s
+        self.patience_s = patience_s
+        # Several looks within the settle time, so that it is not overshot by much.
+        self._poll_s = min(SETTLE_POLL_S, settle_s / 4)
         self._settled: tuple[object, ...] | None = None
 
     def jump_to_next_host_timer(self) -> bool:
@@ -246,17 +251,17 @@ class Settle:
         return self._loop_quiet.jump_to_next_host_timer()
 
     async def something_arrives(self) -> bool:
-        """Whether anything changes at the fake or on the loop within
-        :data:`TIMEOUT_PATIENCE_S` of the last settling (then settle again).
+        """Whether anything changes at the fake or on the loop within ``patience_s`` (default
+        :data:`TIMEOUT_PATIENCE_S`) of the last settling (then settle again).
 
         Example::
 
             if not await settle.something_arrives():
                 settle.jump_to_next_host_timer()
         """
-        deadline = time.monotonic() + max(TIMEOUT_PATIENCE_S, self.settle_s)
+        deadline = time.monotonic() + max(self.patience_s, self.settle_s)
         while time.monotonic() < deadline:  # bounded: a real-time deadline
-            await asyncio.sleep(SETTLE_POLL_S)
+            await asyncio.sleep(self._poll_s)
             if self._snapshot() != self._settled:
                 return True
         return False
@@ -271,7 +276,7 @@ class Settle:
         last: tuple[object, ...] | None = None
         since = start
         # Bounded twice: by the deadline, and by the polls that fit in it.
-        for _ in range(int(self.max_settle_s / SETTLE_POLL_S) + 1):
+        for _ in range(int(self.max_settle_s / self._poll_s) + 1):
             await self._loop_quiet()
             seen = self._snapshot()
             now = time.monotonic()
@@ -283,5 +288,5 @@ class Settle:
                 return
             if now - start > self.max_settle_s:
                 break
-            await asyncio.sleep(SETTLE_POLL_S)
+            await asyncio.sleep(self._poll_s)
         raise ExploreError(NEVER_SETTLED.format(seconds=self.max_settle_s))
