@@ -55,13 +55,11 @@ class StateFaults:
         status: str | None = None,
         fail_to: str | None = None,
         stuck: bool | None = None,
-        finish: bool | None = None,
     ) -> None:
         """Apply several state faults at once (the control API's ``/state`` body); raises
-        ``ValueError`` naming a bad status. ``finish`` ends the transition in flight now
-        (:meth:`~fake_server.lifecycle.Lifecycle.finish_now`), after the other changes."""
-        if status is None and fail_to is None and stuck is None and finish is None:
-            raise ValueError("give at least one of status, stuck, fail_to, finish")
+        ``ValueError`` naming a bad status."""
+        if status is None and fail_to is None and stuck is None:
+            raise ValueError("give at least one of status, stuck, fail_to")
         if status is not None:
             self.set_status(sandbox, Status(status))
         if fail_to is not None:
@@ -70,8 +68,16 @@ class StateFaults:
             self.stick(sandbox)
         elif stuck is False:
             self.unstick(sandbox)
-        if finish:
-            self.lifecycle.finish_now(sandbox)
+
+    def finish(self, sandbox: Sandbox) -> bool:
+        """End the sandbox's transition in flight now, as its clock would have (not a stuck
+        one); returns whether one ended. What a schedule explorer over HTTP steps with.
+
+        Example::
+
+            state_faults.finish(sandbox)   # pausing -> paused, journaled as the pause's end
+        """
+        return self.lifecycle.finish_now(sandbox)
 
     def marker(self, sandbox: Sandbox, mode: str, path: str = DEFAULT_MARKER_PATH) -> None:
         """Wipe, replace (with another random marker) or garble the lease marker file; raises

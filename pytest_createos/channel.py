@@ -100,6 +100,10 @@ class ControlChannel(Protocol):
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]: ...
 
+    def finish_transition(self, sandbox_id: str) -> bool:
+        """End the sandbox's transition in flight now; whether one ended."""
+        ...
+
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None: ...
 
     def open_test(self, seed: int) -> TestTenant:
@@ -308,6 +312,9 @@ class LocalChannel:
 
         return self._call(apply)
 
+    def finish_transition(self, sandbox_id: str) -> bool:
+        return self._call(lambda: self.fake.state_faults.finish(self.fake.find_sandbox(sandbox_id)))
+
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None:
         def apply() -> None:
             sandbox = self.fake.find_sandbox(sandbox_id)
@@ -443,6 +450,10 @@ class HttpChannel:
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]:
         return dict(self._request("POST", f"/_fake/sandboxes/{sandbox_id}/state", change))
+
+    def finish_transition(self, sandbox_id: str) -> bool:
+        answer = self._request("POST", f"/_fake/sandboxes/{sandbox_id}/finish")
+        return bool(answer["finished"])
 
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None:
         body = {"mode": mode} if path is None else {"mode": mode, "path": path}

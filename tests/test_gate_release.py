@@ -99,19 +99,21 @@ async def test_releasing_one_request_refuses_what_it_cannot_do(
 
 async def test_finish_ends_the_transition_in_flight_now(fake: FakeCreateOS, client: Client) -> None:
     sandbox = (await create_sandbox(client))["id"]
-    state = f"/_fake/sandboxes/{sandbox}/state"
+    finish = f"/_fake/sandboxes/{sandbox}/finish"
     view = (await (await client.post(f"/v1/sandboxes/{sandbox}/pause")).json())["data"]
     assert view["status"] == "pausing"
-    finished = (await (await client.post(state, json={"finish": True})).json())["data"]
-    assert finished["status"] == "paused"
+    finished = (await (await client.post(finish)).json())["data"]
+    assert finished["finished"] is True
+    assert finished["sandbox"]["status"] == "paused"
     [ended] = [e for e in fake.journal.transitions(sandbox) if e.after == "paused"]
     assert ended.cause == "pause"  # an ordinary end, not a forced status
     # A stuck transition stays stuck; with nothing in flight, finish does nothing.
     await client.post(f"/v1/sandboxes/{sandbox}/resume")
-    await client.post(state, json={"stuck": True})
-    held = (await (await client.post(state, json={"finish": True})).json())["data"]
-    assert held["status"] == "resuming"
-    await client.post(state, json={"stuck": False, "finish": True})
-    assert fake.find_sandbox(sandbox).status.value == "running"
-    idle = (await (await client.post(state, json={"finish": True})).json())["data"]
-    assert idle["status"] == "running"
+    await client.post(f"/_fake/sandboxes/{sandbox}/state", json={"stuck": True})
+    held = (await (await client.post(finish)).json())["data"]
+    assert (held["finished"], held["sandbox"]["status"]) == (False, "resuming")
+    await client.post(f"/_fake/sandboxes/{sandbox}/state", json={"stuck": False})
+    assert (await (await client.post(finish)).json())["data"]["finished"] is True
+    idle = (await (await client.post(finish)).json())["data"]
+    assert (idle["finished"], idle["sandbox"]["status"]) == (False, "running")
+    await expect_error(await client.post("/_fake/sandboxes/sb_nope/finish"), 404)

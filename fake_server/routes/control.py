@@ -189,10 +189,8 @@ STATE_FAULT = BodySchema(
             "status": nullable(ref("SandboxStatus")),
             "stuck": nullable(boolean()),
             "fail_to": nullable(enum(["error", "failed"])),
-            "finish": nullable(boolean()),
         },
-        description="At least one field. `finish: true` ends the transition in flight now"
-        " (unless it is stuck), whatever the clock says.",
+        description="At least one field.",
     )
     | {"minProperties": 1},
     required=True,
@@ -209,11 +207,17 @@ async def sandbox_state(request: web.Request) -> web.Response:
             status=body.string("status"),
             fail_to=body.string("fail_to"),
             stuck=body.boolean("stuck"),
-            finish=body.boolean("finish"),
         )
     except ValueError as exc:
         raise ApiError.invalid("status", str(exc)) from None
     return ok(sandbox.view())
+
+
+async def finish_transition(request: web.Request) -> web.Response:
+    fake = fake_of(request)
+    sandbox = fake.find_sandbox(request.match_info["id"])
+    finished = fake.state_faults.finish(sandbox)
+    return ok({"finished": finished, "sandbox": sandbox.view()})
 
 
 DROP_TENANT = BodySchema(obj({"api_key": string(minLength=1)}), required=True)
@@ -524,6 +528,23 @@ ROUTES: Routes = (
             ok_response("The sandbox.", ref("Sandbox")),
             errors=(*BODY_ERRORS, 404),
             body=STATE_FAULT,
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/sandboxes/{id}/finish",
+        finish_transition,
+        control_operation(
+            "fakeFinishTransition",
+            "End the sandbox's transition in flight now",
+            ok_response(
+                "Whether a transition ended, and the sandbox.",
+                obj({"finished": boolean(), "sandbox": ref("Sandbox")}),
+            ),
+            description="Ends it as its clock would have (journaled with its own cause),"
+            " whatever the clock says; a stuck transition, or none, is left as it is"
+            " (`finished: false`).",
+            errors=(404,),
         ),
     ),
     Route(

@@ -7,8 +7,8 @@ fake's manual clock moved along over the control API). What the loop cannot show
 on its way to the other fake, or being answered there: the explorer looks at the gate's held
 requests and the tenant's journal until neither has changed for ``settle_s`` real seconds
 (:class:`Settle`). Steps are taken over the control API: a held request goes on by its id
-(``POST /_fake/gates/{name}/release`` with ``request`` and ``outcome``), a transition ends by
-the ``finish`` state fault (``POST /_fake/sandboxes/{id}/state``).
+(``POST /_fake/gates/{name}/release`` with ``request`` and ``outcome``), a transition ends
+when the explorer says (``POST /_fake/sandboxes/{id}/finish``).
 
 Example::
 
@@ -202,7 +202,7 @@ class RemoteHands(Hands):
         else:
             assert isinstance(what, str)
             del self._orders[target]  # its next transition is a new step
-            self.channel.sandbox_state(what, finish=True)
+            self.channel.finish_transition(what)
 
     def destroy_run_sandboxes(self) -> None:
         self._read_views()
