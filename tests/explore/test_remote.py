@@ -12,7 +12,7 @@ import pytest
 
 from pytest_createos._explore.quiescence import ExploreError, Quiescence, VirtualTime
 from pytest_createos._explore.remote import Settle
-from pytest_createos.channel import ControlError
+from pytest_createos.channel import ControlError, HttpChannel
 from pytest_createos.kit import ConformanceKit, reference_host
 from pytest_createos.server import CreateosServer
 
@@ -59,10 +59,38 @@ async def test_a_replay_over_http_takes_the_steps_it_takes_in_the_loop(
     assert "5. finish L1 pausing" in steps_of(remote.result.timeline)
 
 
+def control_api(server: CreateosServer) -> CreateosServer:
+    """The same fake and tenant, controlled over the fake's HTTP control API (as with
+    ``--createos-url``) rather than handed to its thread."""
+    return CreateosServer(
+        HttpChannel(server.url), api_key=server.api_key, tenant_id=server.tenant_id, seed=1
+    )
+
+
+@over_http
+async def test_a_replay_over_the_control_api_finds_what_it_finds_in_the_thread(
+    createos_server: CreateosServer,
+) -> None:
+    schedule = "release-resume: start release(L1) > start resume(L1) > GET L1"
+    threaded = await ConformanceKit(createos_server).replay(
+        reference_host(), schedule, settle_s=SETTLE_S
+    )
+    over_api = await ConformanceKit(control_api(createos_server)).replay(
+        reference_host(), schedule, settle_s=SETTLE_S
+    )
+    assert over_api.ok, over_api.format()
+    assert steps_of(over_api.result.timeline) == steps_of(threaded.result.timeline)
+
+
 @over_http
 def test_releasing_a_request_no_gate_holds_is_refused(createos_server: CreateosServer) -> None:
     with pytest.raises(ControlError, match="holds no request 7"):
         createos_server.channel.release_held("nope", 7)
+    with pytest.raises(ControlError, match="HTTP 404") as refused:
+        control_api(createos_server).channel.release_held("nope", 7)
+    assert refused.value.status == 404
+    with pytest.raises(ControlError, match="HTTP 404"):
+        control_api(createos_server).channel.finish_transition("sb_nope")
 
 
 class Changing:
