@@ -9,10 +9,16 @@ Rounds alternate between the two; the figures are medians over the rounds.
 
     python benchmarks/explore.py [--workload release-resume-run] [--schedules 200] [--rounds 3]
     python benchmarks/explore.py --profile     # one round under cProfile, the top entries
+    python benchmarks/explore.py --over-http 0.05   # also over HTTP, settling 0.05 s a step
 
 Goal: >= 50 complete schedules per second for a three-call workload (release-resume-run).
 Every schedule is a full run: a fresh host, the set-up's acquire, the race step by step with a
 quiescence check before each step, a probe of what ``resume`` returned, the checks.
+
+With ``--over-http SETTLE_S`` it also explores ``--http-schedules`` schedules against the fake
+in a background thread, reached over HTTP (as ``createos_server`` with a manual clock, or
+``--createos-url``), where each step waits ``SETTLE_S`` for the fake to settle, and prints
+its cost against the explored figure on the loop.
 """
 
 from __future__ import annotations
@@ -23,13 +29,13 @@ import cProfile
 import pstats
 import statistics
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from aiohttp import web
 
-from fake_server import FakeCreateOS, ServerConfig
+from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
 from pytest_createos._explore import find_workload
 from pytest_createos.channel import LocalChannel, open_test
 from pytest_createos.kit import ConformanceKit, reference_host
@@ -54,10 +60,23 @@ async def served_kit() -> AsyncIterator[ConformanceKit]:
         await runner.cleanup()
 
 
-async def explored(kit: ConformanceKit, workload: str, schedules: int) -> tuple[float, int]:
+@contextmanager
+def threaded_kit() -> Iterator[ConformanceKit]:
+    """A kit on a fake in a background thread (reached over HTTP), with a manual clock."""
+    with BackgroundServer(FakeCreateOS(ServerConfig(manual_clock=True))) as background:
+        channel = LocalChannel(background.fake, background.url, background)
+        tenant = open_test(channel, seed=1)
+        yield ConformanceKit(
+            CreateosServer(channel, api_key=tenant.api_key, tenant_id=tenant.tenant_id, seed=1)
+        )
+
+
+async def explored(
+    kit: ConformanceKit, workload: str, schedules: int, **options: float
+) -> tuple[float, int]:
     """Seconds per schedule and how many schedules ran."""
     started = time.perf_counter()
-    report = await kit.explore(reference_host(), workload, max_schedules=schedules)
+    report = await kit.explore(reference_host(), workload, max_schedules=schedules, **options)
     elapsed = time.perf_counter() - started
     if report.failure is not None:
         raise SystemExit("the reference host failed an explored schedule:\n" + report.format())
@@ -85,7 +104,9 @@ async def plain(kit: ConformanceKit, workload_name: str, runs: int) -> float:
     return (time.perf_counter() - started) / runs
 
 
-async def rounds(workload: str, schedules: int, count: int) -> None:
+async def rounds(
+    workload: str, schedules: int, count: int, settle_s: float | None, http_schedules: int
+) -> None:
     explore_times: list[float] = []
     plain_times: list[float] = []
     ran = 0
@@ -114,6 +135,13 @@ async def rounds(workload: str, schedules: int, count: int) -> None:
     print(f"ratio explored/plain: {per_schedule / per_plain:.2f}x")
     goal = "met" if 1 / per_schedule >= 50 else "NOT met"
     print(f"goal >= 50 schedules/s: {goal}")
+    if settle_s is not None:
+        with threaded_kit() as kit:
+            per_http, ran = await explored(kit, workload, http_schedules, settle_s=settle_s)
+        print(
+            f"over HTTP, settle_s={settle_s:g}: {per_http * 1000:7.1f} ms per schedule "
+            f"({ran} schedules), {per_http / per_schedule:.1f}x the explored figure on the loop"
+        )
 
 
 def main() -> None:
@@ -122,15 +150,18 @@ def main() -> None:
     parser.add_argument("--schedules", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--over-http", type=float, default=None, metavar="SETTLE_S")
+    parser.add_argument("--http-schedules", type=int, default=10)
     args = parser.parse_args()
+    http = (args.over_http, args.http_schedules)
     if args.profile:
         profile = cProfile.Profile()
         profile.enable()
-        asyncio.run(rounds(args.workload, args.schedules, 1))
+        asyncio.run(rounds(args.workload, args.schedules, 1, *http))
         profile.disable()
         pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
         return
-    asyncio.run(rounds(args.workload, args.schedules, args.rounds))
+    asyncio.run(rounds(args.workload, args.schedules, args.rounds, *http))
 
 
 if __name__ == "__main__":

@@ -130,6 +130,12 @@ RATE_LIMITED = "rate limit exceeded"
 INJECTED_ERROR = "injected error"
 
 
+# -- the control API's gates --------------------------------------------------------------------
+OUTCOME_NEEDS_REQUEST = "an outcome applies to one held request: give `request` too"
+REQUEST_WITH_COUNT = "release one held request (`request`) or many (`count`, `open`), not both"
+HELD_REQUEST_NOT_FOUND = "no request {request} is held at this gate (never held, or gone on)"
+
+
 class ApiError(Exception):
     """An error answered in the API's JSend envelope.
 

@@ -15,6 +15,7 @@ Example (async, on the fake's loop)::
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from dataclasses import asdict, dataclass
 
@@ -56,6 +57,11 @@ class Gate:
         self.holding: list[HeldRequest] = []
         # Each held request's waiter by identity: two held requests may be equal as values.
         self._by_request: dict[int, asyncio.Future[str | None]] = {}
+        # Each held request's number (its ``id`` in :meth:`as_json`), by identity, and the
+        # request each number names: a client over HTTP picks a request by it.
+        self._numbers = itertools.count(1)
+        self._number_of: dict[int, int] = {}
+        self._by_number: dict[int, HeldRequest] = {}
 
     async def hold(self, request: HeldRequest) -> str | None:
         """Called by the fault engine for a matching request: wait until released. Returns the
@@ -72,6 +78,9 @@ class Gate:
         self._waiting.append(future)
         self.holding.append(request)
         self._by_request[id(request)] = future
+        number = next(self._numbers)
+        self._number_of[id(request)] = number
+        self._by_number[number] = request
         self.held += 1
         self._notify()
         try:
@@ -82,6 +91,7 @@ class Gate:
             index = next(i for i, held in enumerate(self.holding) if held is request)
             del self.holding[index]
             del self._by_request[id(request)]
+            del self._by_number[self._number_of.pop(id(request))]
             if future in self._waiting:  # the client went away while held
                 self._waiting.remove(future)
         self.passed += 1
@@ -122,6 +132,16 @@ class Gate:
         self._waiting.remove(future)
         return True
 
+    def held_request(self, number: int) -> HeldRequest | None:
+        """The request held now under ``number`` (its ``id`` in :meth:`as_json`; numbers are
+        never reused by one gate), or ``None``.
+
+        Example::
+
+            held = gate.held_request(gate.as_json()["holding"][0]["id"])
+        """
+        return self._by_number.get(number)
+
     def open(self) -> int:
         """Release everything held and stop holding; returns how many were released."""
         self.opened = True
@@ -158,7 +178,10 @@ class Gate:
             "passed": self.passed,
             "open": self.opened,
             "holding": [
-                {key: value for key, value in asdict(held).items() if value is not None}
+                {
+                    "id": self._number_of[id(held)],
+                    **{key: value for key, value in asdict(held).items() if value is not None},
+                }
                 for held in self.holding
             ],
         }

@@ -300,9 +300,10 @@ def _sandbox_state() -> Schema:
 
 def _schemas() -> dict[str, Schema]:
     held = obj(
-        {"method": string(), "path": string(), "since": timestamp()},
+        {"id": integer(minimum=1), "method": string(), "path": string(), "since": timestamp()},
         {"tenant": string(), "sandbox": string()},
-        description="A request held at the gate right now, and since when.",
+        description="A request held at the gate right now, and since when; `id` names it to"
+        " `POST /_fake/gates/{name}/release` (never reused by the gate).",
     )
     gate = obj(
         {

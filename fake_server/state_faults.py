@@ -69,6 +69,16 @@ class StateFaults:
         elif stuck is False:
             self.unstick(sandbox)
 
+    def finish(self, sandbox: Sandbox) -> bool:
+        """End the sandbox's transition in flight now, as its clock would have (not a stuck
+        one); returns whether one ended. What a schedule explorer over HTTP steps with.
+
+        Example::
+
+            state_faults.finish(sandbox)   # pausing -> paused, journaled as the pause's end
+        """
+        return self.lifecycle.finish_now(sandbox)
+
     def marker(self, sandbox: Sandbox, mode: str, path: str = DEFAULT_MARKER_PATH) -> None:
         """Wipe, replace (with another random marker) or garble the lease marker file; raises
         ``ValueError`` for a bad mode or a path no file can live at."""

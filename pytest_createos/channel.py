@@ -71,6 +71,11 @@ class ControlChannel(Protocol):
 
     def release_gate(self, name: str, count: int | None, *, open_gate: bool = False) -> int: ...
 
+    def release_held(self, name: str, request: int, outcome: str | None = None) -> None:
+        """Let the held request numbered ``request`` (its ``id`` in :meth:`gate`'s
+        ``holding``) go on, with an ``outcome`` of :data:`~fake_server.gates.OUTCOMES`."""
+        ...
+
     def wait_gate(self, name: str, count: int, timeout: float) -> None: ...
 
     async def async_wait_gate(self, name: str, count: int, timeout: float) -> None: ...
@@ -94,6 +99,10 @@ class ControlChannel(Protocol):
     def state(self, tenant_id: str | None = None) -> dict[str, Any]: ...
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]: ...
+
+    def finish_transition(self, sandbox_id: str) -> bool:
+        """End the sandbox's transition in flight now; whether one ended."""
+        ...
 
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None: ...
 
@@ -221,6 +230,16 @@ class LocalChannel:
 
         return self._call(release)
 
+    def release_held(self, name: str, request: int, outcome: str | None = None) -> None:
+        def release() -> None:
+            gate = self.fake.faults.gates.get(name)
+            held = None if gate is None else gate.held_request(request)
+            if gate is None or held is None:
+                raise ValueError(f"gate {name!r} holds no request {request}")
+            gate.release_request(held, outcome)
+
+        self._call(release)
+
     def _wait(self, name: str, count: int, timeout: float) -> Awaitable[None]:
         return self.fake.faults.gate_named(name).wait_held(count, timeout)
 
@@ -292,6 +311,9 @@ class LocalChannel:
             return sandbox.view()
 
         return self._call(apply)
+
+    def finish_transition(self, sandbox_id: str) -> bool:
+        return self._call(lambda: self.fake.state_faults.finish(self.fake.find_sandbox(sandbox_id)))
 
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None:
         def apply() -> None:
@@ -374,6 +396,10 @@ class HttpChannel:
             body["count"] = count
         return int(self._request("POST", f"/_fake/gates/{name}/release", body)["released"])
 
+    def release_held(self, name: str, request: int, outcome: str | None = None) -> None:
+        body = {"request": request, "outcome": outcome or "proceed"}
+        self._request("POST", f"/_fake/gates/{name}/release", body)
+
     def wait_gate(self, name: str, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while self.gate(name)["held"] < count:
@@ -424,6 +450,10 @@ class HttpChannel:
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]:
         return dict(self._request("POST", f"/_fake/sandboxes/{sandbox_id}/state", change))
+
+    def finish_transition(self, sandbox_id: str) -> bool:
+        answer = self._request("POST", f"/_fake/sandboxes/{sandbox_id}/finish")
+        return bool(answer["finished"])
 
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None:
         body = {"mode": mode} if path is None else {"mode": mode, "path": path}

@@ -79,6 +79,7 @@ from pytest_createos._explore import (
     shutdown,
 )
 from pytest_createos._explore.reference import lease_params, reference_host
+from pytest_createos._explore.remote import DEFAULT_EXPLORE_SETTLE_S
 from pytest_createos._explore.runner import DEFAULT_HORIZON_S
 from pytest_createos._explore.testclass import HostExploration
 from pytest_createos._scenarios import (
@@ -369,6 +370,7 @@ class ConformanceKit:
         depth: int = 3,
         seed: int = 0,
         horizon_s: float = DEFAULT_HORIZON_S,
+        settle_s: float = DEFAULT_EXPLORE_SETTLE_S,
     ) -> ExploreReport:
         """Run ``workload`` (a :class:`Workload` or the name of one of :data:`WORKLOADS`)
         under many schedules, each on a fresh host from ``make_host(kit)`` (an async context
@@ -381,8 +383,11 @@ class ConformanceKit:
         (``max_schedules`` random runs, each finding a bug of ``depth`` ordering constraints
         with a known probability, from ``seed``). At most ``max_schedules`` runs either way.
         Host sleeps due within ``horizon_s`` are the host's next move (virtual time makes
-        them free); later timers are timeouts. Needs the fake on the test's own loop
-        (``createos_aiohttp_server``) with ``manual_clock=True``.
+        them free); later timers are timeouts. Needs a fake with a manual clock
+        (``manual_clock=True``). On the test's own loop (``createos_aiohttp_server``) the
+        explorer sees when the host has settled; against a fake it reaches over HTTP
+        (``createos_server``, ``--createos-url``) it waits until nothing has changed at the
+        fake for ``settle_s`` real seconds, which every step costs.
 
         Example::
 
@@ -402,6 +407,7 @@ class ConformanceKit:
             depth=depth,
             seed=seed,
             horizon_s=horizon_s,
+            settle_s=settle_s,
         )
 
     async def replay(
@@ -411,18 +417,27 @@ class ConformanceKit:
         *,
         workloads: Sequence[Workload] = (),
         horizon_s: float = DEFAULT_HORIZON_S,
+        settle_s: float = DEFAULT_EXPLORE_SETTLE_S,
     ) -> RunReport:
         """Run one schedule string (``"<workload>: <step> > <step> > ..."``, as an
         exploration prints it) on a fresh host: the same steps in the same order, then the
         default (oldest step first). ``workloads`` are your own workloads the schedule may
         name. :class:`ExploreError` if the host no longer sends what the schedule names.
+        ``horizon_s`` and ``settle_s`` as for :meth:`explore` (use the exploration's).
 
         Example::
 
             report = await kit.replay(make_host, "release-resume: POST L1/pause > GET L1")
             assert report.failed_checks == {"no-resume-during-cleanup"}
         """
-        return await replay(self, make_host, schedule, workloads=workloads, horizon_s=horizon_s)
+        return await replay(
+            self,
+            make_host,
+            schedule,
+            workloads=workloads,
+            horizon_s=horizon_s,
+            settle_s=settle_s,
+        )
 
     # -- checks over this test's journal --------------------------------------------------------
 

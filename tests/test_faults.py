@@ -682,6 +682,7 @@ async def test_a_gate_says_which_requests_it_holds_and_since_when(
     gate = (await (await client.get("/_fake/gates/g")).json())["data"]
     [held] = gate["holding"]
     assert held == {
+        "id": 1,
         "method": "DELETE",
         "path": f"/v1/sandboxes/{sandbox_id}",
         "since": held["since"],

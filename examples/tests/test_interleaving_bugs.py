@@ -29,6 +29,9 @@ from pytest_createos.kit import (
 HANDFUL = 6
 #: How often each shrunk schedule is replayed: every replay must fail the same way.
 REPLAYS = 100
+#: Over HTTP every step waits this long for the fake to settle: a few replays only.
+REMOTE_SETTLE_S = 0.01
+REMOTE_REPLAYS = 3
 
 
 def host_factory(host_class: Callable[..., RobustHost]) -> HostFactory:
@@ -99,6 +102,24 @@ async def test_the_explorer_finds_shrinks_and_replays_the_bug(
     for _ in range(REPLAYS):
         replayed = await kit.replay(make_host, report.failure.schedule)
         assert check in replayed.failed_checks, replayed.format()
+
+
+@pytest.mark.asyncio
+@pytest.mark.createos(manual_clock=True)
+async def test_the_explorer_finds_the_bug_over_http_too(createos_server: CreateosServer) -> None:
+    """``createos_server`` with a manual clock runs the fake in a background thread, reached
+    over HTTP as with ``--createos-url``: the explorer cannot look at its loop, and waits for
+    it to settle before every step (``settle_s``; a short one, the fake is a loopback hop
+    away). It finds, shrinks and replays the same bug there."""
+    kit = ConformanceKit(createos_server)
+    make_host = host_factory(FixedWaitHost)
+    report = await kit.explore(make_host, "release-resume", settle_s=REMOTE_SETTLE_S)
+    assert report.failure is not None, report.summary()
+    assert "no-resume-during-cleanup" in report.failure.failed_checks, report.format()
+    assert report.failure.steps <= HANDFUL, report.format()
+    for _ in range(REMOTE_REPLAYS):
+        replayed = await kit.replay(make_host, report.failure.schedule, settle_s=REMOTE_SETTLE_S)
+        assert "no-resume-during-cleanup" in replayed.failed_checks, replayed.format()
 
 
 @pytest.mark.asyncio

@@ -32,7 +32,7 @@ from fake_server.api_schema import (
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
-from fake_server.gates import Gate
+from fake_server.gates import OUTCOMES, Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.routes.common import Route, Routes, fake_of, ok, read_body, read_raw_body
 from fake_server.routes.resources import DISK_STATE, NETWORK_VIEW
@@ -143,14 +143,43 @@ async def get_gate(request: web.Request) -> web.Response:
     return ok(_gate(request).as_json())
 
 
-RELEASE = BodySchema(obj({}, {"count": nullable(integer(minimum=0)), "open": nullable(boolean())}))
+#: What ``outcome`` may say when one held request is released: ``proceed`` (or nothing) lets it
+#: go on as usual, the others are :data:`~fake_server.gates.OUTCOMES`.
+RELEASE_OUTCOMES = ("proceed", *OUTCOMES)
+RELEASE = BodySchema(
+    obj(
+        {},
+        {
+            "count": nullable(integer(minimum=0)),
+            "open": nullable(boolean()),
+            "request": nullable(integer(minimum=1)),
+            "outcome": nullable(enum(RELEASE_OUTCOMES)),
+        },
+        description="`count` (all held ones if absent) or `open`; or `request` (a held"
+        " request's `id`) with an optional `outcome`.",
+    )
+)
 
 
 async def release_gate(request: web.Request) -> web.Response:
     body = await read_body(request, RELEASE)
+    number = body.integer("request")
+    outcome = body.string("outcome")
+    if outcome is not None and outcome not in RELEASE_OUTCOMES:
+        raise ApiError.invalid("outcome", f"must be one of {', '.join(RELEASE_OUTCOMES)}")
+    if number is None and outcome is not None:
+        raise ApiError.invalid("outcome", errors.OUTCOME_NEEDS_REQUEST)
+    if number is not None and (body.boolean("open") or body.integer("count") is not None):
+        raise ApiError.invalid("request", errors.REQUEST_WITH_COUNT)
     gate = _gate(request)
-    released = gate.open() if body.boolean("open") else gate.release(body.integer("count"))
-    return ok({**gate.as_json(), "released": released})
+    if number is None:
+        released = gate.open() if body.boolean("open") else gate.release(body.integer("count"))
+        return ok({**gate.as_json(), "released": released})
+    held = gate.held_request(number)
+    if held is None:
+        raise ApiError(404, errors.HELD_REQUEST_NOT_FOUND.format(request=number))
+    gate.release_request(held, None if outcome == "proceed" else outcome)
+    return ok({**gate.as_json(), "released": 1})
 
 
 STATE_FAULT = BodySchema(
@@ -182,6 +211,13 @@ async def sandbox_state(request: web.Request) -> web.Response:
     except ValueError as exc:
         raise ApiError.invalid("status", str(exc)) from None
     return ok(sandbox.view())
+
+
+async def finish_transition(request: web.Request) -> web.Response:
+    fake = fake_of(request)
+    sandbox = fake.find_sandbox(request.match_info["id"])
+    finished = fake.state_faults.finish(sandbox)
+    return ok({"finished": finished, "sandbox": sandbox.view()})
 
 
 DROP_TENANT = BodySchema(obj({"api_key": string(minLength=1)}), required=True)
@@ -471,11 +507,13 @@ ROUTES: Routes = (
         release_gate,
         control_operation(
             "fakeReleaseGate",
-            "Let held requests through (or open the gate)",
+            "Let held requests through, or one chosen request, or open the gate",
             ok_response(
                 "The gate and how many were released.",
                 {"allOf": [ref("Gate"), obj({"released": integer(minimum=0)}, closed=False)]},
             ),
+            description="404 for an unknown gate, or a `request` id the gate does not hold"
+            " (never held, or gone on already).",
             errors=(*BODY_ERRORS, 404),
             body=RELEASE,
         ),
@@ -490,6 +528,23 @@ ROUTES: Routes = (
             ok_response("The sandbox.", ref("Sandbox")),
             errors=(*BODY_ERRORS, 404),
             body=STATE_FAULT,
+        ),
+    ),
+    Route(
+        "POST",
+        "/_fake/sandboxes/{id}/finish",
+        finish_transition,
+        control_operation(
+            "fakeFinishTransition",
+            "End the sandbox's transition in flight now",
+            ok_response(
+                "Whether a transition ended, and the sandbox.",
+                obj({"finished": boolean(), "sandbox": ref("Sandbox")}),
+            ),
+            description="Ends it as its clock would have (journaled with its own cause),"
+            " whatever the clock says; a stuck transition, or none, is left as it is"
+            " (`finished: false`).",
+            errors=(404,),
         ),
     ),
     Route(

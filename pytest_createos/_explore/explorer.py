@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pytest_createos import _kit_messages as text
 from pytest_createos._explore.quiescence import ExploreError
+from pytest_createos._explore.remote import DEFAULT_EXPLORE_SETTLE_S
 from pytest_createos._explore.runner import DEFAULT_HORIZON_S, HostFactory, Runner, RunResult
 from pytest_createos._explore.strategies import (
     PCT,
@@ -196,6 +197,7 @@ async def explore(
     depth: int = DEFAULT_DEPTH,
     seed: int = 0,
     horizon_s: float = DEFAULT_HORIZON_S,
+    settle_s: float = DEFAULT_EXPLORE_SETTLE_S,
 ) -> ExploreReport:
     """Run ``workload`` under many schedules (see :meth:`ConformanceKit.explore`)."""
     if strategy not in STRATEGIES:
@@ -203,7 +205,7 @@ async def explore(
     if max_steps < 0 or max_schedules < 1:
         raise ValueError("max_steps must be at least 0 and max_schedules at least 1")
     chosen = find_workload(workload)
-    runner = Runner(kit, make_host, chosen, horizon_s=horizon_s)
+    runner = Runner(kit, make_host, chosen, horizon_s=horizon_s, settle_s=settle_s)
     with runner:
         if strategy == "exhaustive":
             return await _exhaustive(runner, max_steps, max_schedules)
@@ -295,11 +297,12 @@ async def replay(
     *,
     workloads: Sequence[Workload] = (),
     horizon_s: float = DEFAULT_HORIZON_S,
+    settle_s: float = DEFAULT_EXPLORE_SETTLE_S,
 ) -> RunReport:
     """Run one schedule string (see :meth:`ConformanceKit.replay`)."""
     name, labels = parse_schedule(schedule)
     workload = find_workload(name, workloads)
-    runner = Runner(kit, make_host, workload, horizon_s=horizon_s)
+    runner = Runner(kit, make_host, workload, horizon_s=horizon_s, settle_s=settle_s)
     with runner:
         result = await runner.run(FollowSchedule(labels))
         if result.diverged is not None:

@@ -29,7 +29,8 @@ from fake_server.journal import Entry, Journal
 from pytest_createos import _kit_messages as text
 from pytest_createos._checks import WORK, LeaseOutcome, Violation, check_all
 from pytest_createos._explore.quiescence import ExploreError, Quiescence, VirtualTime, host_task
-from pytest_createos._explore.steps import FakeHands, Step
+from pytest_createos._explore.remote import DEFAULT_EXPLORE_SETTLE_S, RemoteHands, Settle
+from pytest_createos._explore.steps import FakeHands, Hands, Step
 from pytest_createos._explore.workloads import Op, Workload
 
 if TYPE_CHECKING:
@@ -133,33 +134,40 @@ class Runner:
         workload: Workload,
         *,
         horizon_s: float = DEFAULT_HORIZON_S,
+        settle_s: float = DEFAULT_EXPLORE_SETTLE_S,
     ) -> None:
         self.kit = kit
         self.make_host = make_host
         self.workload = workload
-        fake: FakeCreateOS | None = getattr(kit.server.channel, "same_loop_fake", None)
-        if fake is None:
-            raise ExploreError(
-                "the explorer needs the fake on the test's own event loop: build the kit on "
-                "createos_aiohttp_server, e.g. ConformanceKit(createos_aiohttp_server)"
-            )
-        if not isinstance(fake.clock, ManualClock):
-            raise ExploreError(
-                "the explorer decides when transitions end on the fake's manual clock: mark "
-                "the test @pytest.mark.createos(manual_clock=True)"
-            )
-        self.fake = fake
+        self.hands: Hands
+        self.quiet: Quiescence | Settle
         loop = asyncio.get_running_loop()
-        self.hands = FakeHands(fake, kit.server.api_key, f"explore-{next(_GATE_IDS)}")
-        self.time = VirtualTime(loop, fake.clock.advance)
-        shell = fake.runtime.shell
+        gate = f"explore-{next(_GATE_IDS)}"
+        server = kit.server
+        fake: FakeCreateOS | None = getattr(server.channel, "same_loop_fake", None)
+        if fake is None:
+            # A fake the explorer cannot look into: it waits for the fake to settle.
+            hands = RemoteHands(server.channel, server.api_key, server.tenant_id, gate)
+            self.hands = hands
+            self.time = VirtualTime(loop, server.channel.advance)
+            self.quiet = Settle(Quiescence(loop, self.time, horizon_s), hands, settle_s=settle_s)
+        else:
+            if not isinstance(fake.clock, ManualClock):
+                raise ExploreError(
+                    "the explorer decides when transitions end on the fake's manual clock: "
+                    "mark the test @pytest.mark.createos(manual_clock=True)"
+                )
+            same_loop = FakeHands(fake, server.api_key, gate)
+            self.hands = same_loop
+            self.time = VirtualTime(loop, fake.clock.advance)
+            shell = fake.runtime.shell
 
-        def computing() -> bool:
-            # A command the fake's shell runs may compute on its interpreter's thread, which
-            # the loop cannot see; one blocked on its stdin is not computing.
-            return shell.running > self.hands.waiting_for_stdin()
+            def computing() -> bool:
+                # A command the fake's shell runs may compute on its interpreter's thread,
+                # which the loop cannot see; one blocked on its stdin is not computing.
+                return shell.running > same_loop.waiting_for_stdin()
 
-        self.quiet = Quiescence(loop, self.time, horizon_s, busy=computing)
+            self.quiet = Quiescence(loop, self.time, horizon_s, busy=computing)
         #: Runs made so far.
         self.runs = 0
 
@@ -236,7 +244,7 @@ class _OneRun:
         self.choose = choose
         self.result = RunResult()
         self.first_call = len(runner.kit.calls)
-        self.seen = runner.fake.journal.last_seq
+        self.seen = runner.hands.last_seq()
         self.start = self.seen
         self.steps = 0
         self.tasks: list[asyncio.Task[Any]] = []
@@ -252,7 +260,7 @@ class _OneRun:
         self.result.timeline.append(self.hands.alias(line))
 
     def _new_entries(self) -> list[Entry]:
-        entries = self.runner.fake.journal.newer_than(self.seen, tenant=self.hands.tenant.id)
+        entries = self.hands.entries_after(self.seen)
         if entries:
             self.seen = entries[-1].seq
         return entries
@@ -277,8 +285,12 @@ class _OneRun:
             if not steps:
                 if all(call.done for call in calls):
                     return
+                quiet = self.runner.quiet
+                # Against a fake over HTTP, a request may still be on its way to it.
+                if isinstance(quiet, Settle) and await quiet.something_arrives():
+                    continue
                 # Only far timers are left (timeouts): the next one fires, then look again.
-                if self.runner.quiet.jump_to_next_host_timer():
+                if quiet.jump_to_next_host_timer():
                     continue
                 await self._hung(calls)
                 return
@@ -446,7 +458,7 @@ class _OneRun:
         probe = await self.call(f"run(<{call}>, {command})", host.run(task.result(), command))
         work = [
             entry.sandbox
-            for entry in self.runner.fake.journal.newer_than(mark, tenant=self.hands.tenant.id)
+            for entry in self.hands.entries_after(mark)
             if entry.kind == "request" and (entry.method, entry.route) in WORK
         ]
         final = work[-1] if work else None
@@ -462,8 +474,7 @@ class _OneRun:
         if self.result.redundant:
             self.hands.destroy_run_sandboxes()
             return
-        tenant = self.hands.tenant.id
-        journal = Journal.of(runner.fake.journal.newer_than(self.start, tenant=tenant))
+        journal = Journal.of(self.hands.entries_after(self.start))
         self.result.violations = [
             *self.problems,
             *check_all(

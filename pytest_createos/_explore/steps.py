@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import itertools
 import re
 from collections.abc import Sequence
@@ -20,10 +21,11 @@ from dataclasses import dataclass
 
 from fake_server.fake import FakeCreateOS
 from fake_server.gates import Gate, HeldRequest
+from fake_server.journal import Entry
 from fake_server.lifecycle import TERMINAL, Status
 from fake_server.sandbox import Sandbox
 
-__all__ = ["FakeHands", "Step"]
+__all__ = ["FakeHands", "Hands", "Step"]
 
 #: How long a transition takes while the explorer runs: the clock moves with the host's
 #: sleeps, and no sleep may finish a transition; the explorer finishes each as a step.
@@ -57,78 +59,42 @@ class Step:
         )
 
 
-class FakeHands:
-    """Holds every request of one tenant of a fake on the test's loop, and takes steps.
+class Hands(abc.ABC):
+    """What every way of holding a tenant's requests shares: run names for sandboxes and other
+    ids, step labels, and the steps of one look at what is held (:meth:`_steps_of`).
 
-    Example::
-
-        hands = FakeHands(fake, api_key)
-        with hands:
-            ...
-            step = hands.enabled()[0]
-            hands.take(step)
+    A subclass says what is held and pending (:meth:`enabled`), takes a step (:meth:`take`),
+    reads the tenant's journal (:meth:`entries_after`, :meth:`last_seq`) and names the run's
+    sandboxes (:meth:`_name_new_sandboxes`).
     """
 
-    def __init__(self, fake: FakeCreateOS, api_key: str, gate_name: str) -> None:
-        self.fake = fake
-        self.api_key = api_key
-        self.tenant = fake.tenant(api_key)
-        self._gate_name = gate_name
-        self._rule_id: str | None = None
-        self._gate: Gate | None = None
-        self._order = itertools.count()
-        # What each held request or pending transition is, by identity; the object itself is
-        # kept so that its id cannot be reused while it is known.
-        self._orders: dict[int, tuple[object, int]] = {}
+    def __init__(self) -> None:
         self._names: dict[str, str] = {}
         self._other_ids: dict[str, str] = {}
-        self._newest_before: str | None = None
         self._steps: dict[str, tuple[Step, object, str | None]] = {}
 
-    # -- set-up ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def __enter__(self) -> Hands:
+        """Start holding the tenant's requests."""
 
-    def __enter__(self) -> FakeHands:
-        rule = self.fake.faults.add(
-            {
-                "match": {"tenant": self.tenant.id},
-                "action": {"type": "gate", "name": self._gate_name},
-            }
-        )
-        self._rule_id = rule.id
-        self._gate = self.fake.faults.gate_named(self._gate_name)
-        self.fake.set_durations(self.api_key, transition_ms=EXPLORER_TRANSITION_MS)
-        return self
-
+    @abc.abstractmethod
     def __exit__(self, *exc: object) -> None:
-        if self._rule_id is not None:
-            self.fake.faults.remove(self._rule_id)  # opens the gate: nothing stays held
-        self.fake.set_durations(self.api_key)
+        """Stop holding (what is held goes on)."""
 
-    def new_run(self) -> None:
-        """Forget the names of the previous run: the sandboxes that exist now are not this
-        run's (they are not named)."""
+    def _forget_names(self) -> None:
         self._names.clear()
         self._other_ids.clear()
-        self._orders.clear()
-        self._newest_before = next(reversed(self.tenant.sandboxes), None)
 
     # -- names ----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _name_new_sandboxes(self) -> None:
+        """Name the run's sandboxes created since the last look, in creation order."""
 
     def name_of(self, sandbox_id: str) -> str:
         """The run name of a sandbox (``L1``...), given in creation order."""
         self._name_new_sandboxes()
         return self._names.get(sandbox_id, sandbox_id)
-
-    def _name_new_sandboxes(self) -> None:
-        # New sandboxes join the end of the tenant's (creation-ordered) dict: read back from
-        # the end to the first one already known, not through every sandbox of every run.
-        new = []
-        for sandbox_id in reversed(self.tenant.sandboxes):
-            if sandbox_id in self._names or sandbox_id == self._newest_before:
-                break
-            new.append(sandbox_id)
-        for sandbox_id in reversed(new):
-            self._names[sandbox_id] = f"L{len(self._names) + 1}"
 
     @property
     def sandboxes(self) -> dict[str, str]:
@@ -155,6 +121,135 @@ class FakeHands:
             names.append(part)
         return "/".join(names)
 
+    def request_label(self, method: str, path: str) -> str:
+        """A held request's label: ``POST L1/pause``."""
+        return f"{method} {self._path_label(path)}"
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _steps_of(
+        self, found: list[tuple[int, str, str | None, object, bool]], outcomes: Sequence[str]
+    ) -> list[Step]:
+        """The steps of ``found`` — ``(order, label, sandbox run name, target, takes
+        outcomes)`` — oldest first: a label shared by two gets ``#2``..., and a target that
+        takes outcomes also goes on with each of ``outcomes``."""
+        found.sort(key=lambda item: item[0])
+        seen: dict[str, int] = {}
+        steps: list[Step] = []
+        self._steps.clear()
+        for order, label, sandbox_name, target, takes_outcomes in found:
+            seen[label] = seen.get(label, 0) + 1
+            if seen[label] > 1:
+                label = f"{label}#{seen[label]}"
+            variants: Sequence[str | None] = [None, *outcomes] if takes_outcomes else [None]
+            for outcome in variants:
+                named = label if outcome is None else f"{label} [{outcome}]"
+                step = Step(named, sandbox_name, order)
+                steps.append(step)
+                self._steps[named] = (step, target, outcome)
+        return steps
+
+    @abc.abstractmethod
+    def enabled(self, outcomes: Sequence[str] = ()) -> list[Step]:
+        """Every step possible now, oldest first; with ``outcomes`` (of
+        :data:`~fake_server.gates.OUTCOMES`), every held request that changes something (not
+        a ``GET``) may also go on with each of them: ``POST L1/pause [lost]``."""
+
+    @abc.abstractmethod
+    def take(self, step: Step) -> None:
+        """Let the step's request go on, or finish its transition (a step of the last
+        :meth:`enabled`)."""
+
+    # -- the run --------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def new_run(self) -> None:
+        """Forget the names of the previous run: the sandboxes that exist now are not this
+        run's (they are not named)."""
+
+    @abc.abstractmethod
+    def entries_after(self, seq: int) -> list[Entry]:
+        """This tenant's journal entries after ``seq``, oldest first."""
+
+    @abc.abstractmethod
+    def last_seq(self) -> int:
+        """The newest journal ``seq`` (entries after it are new)."""
+
+    @abc.abstractmethod
+    def destroy_run_sandboxes(self) -> None:
+        """Force every sandbox of this run that is still alive to ``destroyed``: the next run
+        starts clean."""
+
+
+class FakeHands(Hands):
+    """Holds every request of one tenant of a fake on the test's loop, and takes steps.
+
+    Example::
+
+        hands = FakeHands(fake, api_key)
+        with hands:
+            ...
+            step = hands.enabled()[0]
+            hands.take(step)
+    """
+
+    def __init__(self, fake: FakeCreateOS, api_key: str, gate_name: str) -> None:
+        super().__init__()
+        self.fake = fake
+        self.api_key = api_key
+        self.tenant = fake.tenant(api_key)
+        self._gate_name = gate_name
+        self._rule_id: str | None = None
+        self._gate: Gate | None = None
+        self._order = itertools.count()
+        # What each held request or pending transition is, by identity; the object itself is
+        # kept so that its id cannot be reused while it is known.
+        self._orders: dict[int, tuple[object, int]] = {}
+        self._newest_before: str | None = None
+
+    # -- set-up ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> FakeHands:
+        rule = self.fake.faults.add(
+            {
+                "match": {"tenant": self.tenant.id},
+                "action": {"type": "gate", "name": self._gate_name},
+            }
+        )
+        self._rule_id = rule.id
+        self._gate = self.fake.faults.gate_named(self._gate_name)
+        self.fake.set_durations(self.api_key, transition_ms=EXPLORER_TRANSITION_MS)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._rule_id is not None:
+            self.fake.faults.remove(self._rule_id)  # opens the gate: nothing stays held
+        self.fake.set_durations(self.api_key)
+
+    def new_run(self) -> None:
+        self._forget_names()
+        self._orders.clear()
+        self._newest_before = next(reversed(self.tenant.sandboxes), None)
+
+    def entries_after(self, seq: int) -> list[Entry]:
+        return self.fake.journal.newer_than(seq, tenant=self.tenant.id)
+
+    def last_seq(self) -> int:
+        return self.fake.journal.last_seq
+
+    # -- names ----------------------------------------------------------------------------------
+
+    def _name_new_sandboxes(self) -> None:
+        # New sandboxes join the end of the tenant's (creation-ordered) dict: read back from
+        # the end to the first one already known, not through every sandbox of every run.
+        new = []
+        for sandbox_id in reversed(self.tenant.sandboxes):
+            if sandbox_id in self._names or sandbox_id == self._newest_before:
+                break
+            new.append(sandbox_id)
+        for sandbox_id in reversed(new):
+            self._names[sandbox_id] = f"L{len(self._names) + 1}"
+
     def _order_of(self, thing: object) -> int:
         known = self._orders.get(id(thing))
         if known is None or known[0] is not thing:
@@ -164,10 +259,7 @@ class FakeHands:
     # -- steps ----------------------------------------------------------------------------------
 
     def enabled(self, outcomes: Sequence[str] = ()) -> list[Step]:
-        """Every step possible now, oldest first; with ``outcomes`` (of
-        :data:`~fake_server.gates.OUTCOMES`), every held request that changes something (not
-        a ``GET``) may also go on with each of them: ``POST L1/pause [lost]``."""
-        found: list[tuple[int, str, str | None, object]] = []
+        found: list[tuple[int, str, str | None, object, bool]] = []
         assert self._gate is not None, "the hands hold nothing until entered"
         # Transitions first: one seen for the first time began during the last step, before
         # its answer reached the host, so before any request the host sent in reaction.
@@ -177,34 +269,16 @@ class FakeHands:
             pending = record.pending if record is not None else None
             if record is not None and pending is not None and not pending.stuck:
                 label = f"finish {name} {record.status.value}"
-                found.append((self._order_of(pending), label, name, record))
+                found.append((self._order_of(pending), label, name, record, False))
         for held in self._gate.holding:
             if held.tenant != self.tenant.id:
                 continue
-            label = f"{held.method} {self._path_label(held.path)}"
+            label = self.request_label(held.method, held.path)
             sandbox = self.name_of(held.sandbox) if held.sandbox else None
-            found.append((self._order_of(held), label, sandbox, held))
-        found.sort(key=lambda item: item[0])
-        seen: dict[str, int] = {}
-        steps: list[Step] = []
-        self._steps.clear()
-        for order, label, sandbox_name, target in found:
-            seen[label] = seen.get(label, 0) + 1
-            if seen[label] > 1:
-                label = f"{label}#{seen[label]}"
-            variants: Sequence[str | None] = [None]
-            if isinstance(target, HeldRequest) and target.method != "GET":
-                variants = [None, *outcomes]
-            for outcome in variants:
-                named = label if outcome is None else f"{label} [{outcome}]"
-                step = Step(named, sandbox_name, order)
-                steps.append(step)
-                self._steps[named] = (step, target, outcome)
-        return steps
+            found.append((self._order_of(held), label, sandbox, held, held.method != "GET"))
+        return self._steps_of(found, outcomes)
 
     def take(self, step: Step) -> None:
-        """Let the step's request go on, or finish its transition (a step of the last
-        :meth:`enabled`)."""
         _, target, outcome = self._steps[step.label]
         if isinstance(target, HeldRequest):
             assert self._gate is not None
@@ -224,8 +298,6 @@ class FakeHands:
         return count
 
     def destroy_run_sandboxes(self) -> None:
-        """Force every sandbox of this run that is still alive to ``destroyed`` (no request is
-        journaled for it): the next run starts clean."""
         for sandbox_id in self.sandboxes:
             sandbox = self.tenant.sandboxes.get(sandbox_id)
             if sandbox is not None and sandbox.status not in TERMINAL:
