@@ -47,6 +47,18 @@ async def finished(client: Client, fake: FakeCreateOS, template_id: str) -> dict
     return data
 
 
+async def on_manual_clock(
+    aiohttp_client: ClientFactory, *, create_ms: float
+) -> tuple[FakeCreateOS, ManualClock, Client]:
+    """A fake on a manual clock whose creates (so template builds' queueing) take
+    ``create_ms``, its clock, and a client of one tenant."""
+    config = ServerConfig(seed=1, transition_ms=0, create_ms=create_ms, manual_clock=True)
+    fake = FakeCreateOS(config)
+    assert isinstance(fake.clock, ManualClock)
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": fake.create_tenant()})
+    return fake, fake.clock, client
+
+
 async def exec_stdout(client: Client, sandbox_id: str, script: str) -> str:
     response = await client.post(
         f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "bash", "args": ["-c", script]}
@@ -131,34 +143,28 @@ async def test_a_dockerfile_that_cannot_be_built_fails_saying_why(
 async def test_a_build_waits_pending_as_long_as_a_create_takes_on_the_fakes_clock(
     aiohttp_client: ClientFactory,
 ) -> None:
-    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0, create_ms=5000, manual_clock=True))
-    key = fake.create_tenant()
-    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": key})
-    assert isinstance(fake.clock, ManualClock)
+    fake, clock, client = await on_manual_clock(aiohttp_client, create_ms=5000)
     template = await create_template(client)
     for _ in range(20):  # nothing moves it on but the clock
         await eventually(lambda: True)
     assert (await (await client.get(f"/v1/templates/{template['id']}")).json())["data"][
         "status"
     ] == "pending"
-    fake.clock.advance(5)
+    clock.advance(5)
     assert (await finished(client, fake, template["id"]))["status"] == "ready"
 
 
 async def test_following_the_log_streams_it_to_the_final_frame(
     aiohttp_client: ClientFactory,
 ) -> None:
-    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0, create_ms=1000, manual_clock=True))
-    key = fake.create_tenant()
-    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": key})
-    assert isinstance(fake.clock, ManualClock)
+    fake, clock, client = await on_manual_clock(aiohttp_client, create_ms=1000)
     template = await create_template(client)
     # Followed from before the build starts: every line arrives live, then the end.
     following = asyncio.ensure_future(
         client.get(f"/v1/templates/{template['id']}/logs?follow=true")
     )
     await eventually(lambda: bool(next(iter(fake.tenants)).templates[template["id"]]._waiters))
-    fake.clock.advance(1)
+    clock.advance(1)
     response = await following
     assert response.headers["Content-Type"].startswith("application/x-ndjson")
     frames = [json.loads(line) for line in (await response.text()).splitlines()]
@@ -246,15 +252,12 @@ async def test_delete_leaves_sandboxes_alone_and_later_creates_get_404(
 async def test_deleting_a_building_template_stops_the_build_and_ends_its_followers(
     aiohttp_client: ClientFactory,
 ) -> None:
-    fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0, create_ms=1000, manual_clock=True))
-    key = fake.create_tenant()
-    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": key})
-    assert isinstance(fake.clock, ManualClock)
+    fake, clock, client = await on_manual_clock(aiohttp_client, create_ms=1000)
     template = await create_template(client, dockerfile="FROM devbox:1\nRUN sleep 60")
     following = asyncio.ensure_future(
         client.get(f"/v1/templates/{template['id']}/logs?follow=true")
     )
-    fake.clock.advance(1)
+    clock.advance(1)
     tenant = next(iter(fake.tenants))
     # The build sleeps on the manual clock; the follower waits for its next line.
     await eventually(lambda: bool(tenant.templates[template["id"]]._waiters))

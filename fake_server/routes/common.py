@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from fake_server import errors
-from fake_server.api_schema import Operation
+from fake_server.api_schema import Operation, integer, query
 from fake_server.errors import ApiError
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.tenants import Tenant
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAKE",
+    "PAGE_PARAMETERS",
     "SANDBOX",
     "SCOPE",
     "Handler",
@@ -141,6 +142,17 @@ def paginated(items: list[Any], *, total: int, limit: int, offset: int) -> dict[
         "data": items,
         "pagination": _pagination(total=total, limit=limit, offset=offset, count=len(items)),
     }
+
+
+#: The query parameters of every list page, as the operations show them (see page_bounds).
+PAGE_PARAMETERS = (
+    query(
+        "limit",
+        integer(minimum=0),
+        f"Page size (default {LIST_DEFAULT}, at most {LIST_MAX}; 0 = default).",
+    ),
+    query("offset", integer(minimum=0), "Rows to skip."),
+)
 
 
 def page_bounds(request: web.Request) -> tuple[int, int]:

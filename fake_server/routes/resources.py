@@ -30,6 +30,7 @@ from fake_server.api_schema import (
 from fake_server.disks import KIND_S3, DiskCredentials, DiskSpec, MountRequest
 from fake_server.registry import NAME_PATTERN
 from fake_server.routes.common import (
+    PAGE_PARAMETERS,
     SANDBOX,
     Route,
     Routes,
@@ -41,7 +42,6 @@ from fake_server.routes.common import (
     sandbox_of,
     tenant_of,
 )
-from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.validation import BodySchema
 
 __all__ = [
@@ -71,14 +71,6 @@ MOUNT = obj(
 )
 
 _NAME = string(pattern=NAME_PATTERN.pattern)
-_PAGE_QUERY = (
-    query(
-        "limit",
-        integer(minimum=0),
-        f"Page size (default {LIST_DEFAULT}, at most {LIST_MAX}; 0 = default).",
-    ),
-    query("offset", integer(minimum=0), "Rows to skip."),
-)
 _OK = flag("ok")
 
 
@@ -282,7 +274,7 @@ ROUTES: Routes = (
             "listNetworks",
             "List networks",
             tag=NETWORKS,
-            parameters=_PAGE_QUERY,
+            parameters=PAGE_PARAMETERS,
             ok=ok_response(
                 "One page (members are counted, not listed).",
                 page(_network_view(members=False)),
@@ -364,7 +356,7 @@ ROUTES: Routes = (
             "listDisks",
             "List disks",
             tag=DISKS,
-            parameters=_PAGE_QUERY,
+            parameters=PAGE_PARAMETERS,
             ok=ok_response("One page.", page(_DISK_VIEW)),
             errors=(400,),
         ),
@@ -430,7 +422,7 @@ ROUTES: Routes = (
             "listSandboxDisks",
             "The disks mounted in a sandbox",
             tag=DISKS,
-            parameters=_PAGE_QUERY,
+            parameters=PAGE_PARAMETERS,
             ok=ok_response("One page.", page(_SANDBOX_DISK_VIEW)),
             errors=(400, 404),
         ),

@@ -34,6 +34,7 @@ from fake_server.errors import ApiError
 from fake_server.lifecycle import Status
 from fake_server.networks import parse_refs
 from fake_server.routes.common import (
+    PAGE_PARAMETERS,
     SANDBOX,
     Route,
     Routes,
@@ -53,8 +54,6 @@ from fake_server.sandbox import encoded_views
 from fake_server.sandboxes import (
     AUTO_PAUSE_MAX,
     AUTO_PAUSE_MIN,
-    LIST_DEFAULT,
-    LIST_MAX,
     NAME_MAX,
     CreateSpec,
     ForkSpec,
@@ -327,12 +326,7 @@ ROUTES: Routes = (
             "List sandboxes (destroyed ones included)",
             tag=SANDBOXES,
             parameters=[
-                query(
-                    "limit",
-                    integer(minimum=0),
-                    f"Page size (default {LIST_DEFAULT}, at most {LIST_MAX}; 0 = default).",
-                ),
-                query("offset", integer(minimum=0), "Rows to skip."),
+                *PAGE_PARAMETERS,
                 query(
                     "status",
                     {"anyOf": [ref("SandboxStatus"), const("")]},

@@ -26,16 +26,17 @@ from fake_server.api_schema import (
 from fake_server.catalog import ROOTFS
 from fake_server.errors import ApiError
 from fake_server.routes.common import (
+    PAGE_PARAMETERS,
     Route,
     Routes,
     fake_of,
     ok,
+    page_bounds,
     paginated,
     read_body,
     tenant_of,
 )
 from fake_server.routes.ndjson import stream_ndjson
-from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.templates import (
     MAX_DOCKERFILE_BYTES,
     TEMPLATE_NAME,
@@ -76,8 +77,7 @@ async def create(request: web.Request) -> web.Response:
 
 
 async def list_templates(request: web.Request) -> web.Response:
-    limit = query_int(request.query, "limit", LIST_DEFAULT, high=LIST_MAX) or LIST_DEFAULT
-    offset = query_int(request.query, "offset", 0)
+    limit, offset = page_bounds(request)
     templates, total = fake_of(request).templates.page(
         tenant_of(request), limit=limit, offset=offset
     )
@@ -136,14 +136,7 @@ ROUTES: Routes = (
             "listTemplates",
             "List templates",
             tag=TEMPLATES,
-            parameters=[
-                query(
-                    "limit",
-                    integer(minimum=0),
-                    f"Page size (default {LIST_DEFAULT}, at most {LIST_MAX}; 0 = default).",
-                ),
-                query("offset", integer(minimum=0), "Rows to skip."),
-            ],
+            parameters=PAGE_PARAMETERS,
             ok=ok_response("One page, oldest first.", page(_VIEW)),
             errors=(400,),
         ),
