@@ -257,6 +257,10 @@ async def _faulted(
     response = await handler(request)
     for rule in fired:
         response = await _after(fake, request, rule, sandbox, response)
+    # Held only when the request started a transition (a refused one started nothing).
+    stick = "stick_transition" in request_scope.directives
+    if stick and sandbox is not None and response.status < 400:
+        fake.state_faults.stick(sandbox)
     if "drop_response" in request_scope.directives:  # released from a gate as "lost"
         _drop(request)
     return response
@@ -315,6 +319,10 @@ async def _before(
             raise ApiError(503, errors.INJECTED_ERROR)
         if outcome == "lost":  # the effect happens; the answer is dropped in _faulted
             request_scope.directives = {**request_scope.directives, "drop_response": {}}
+        elif outcome == "survives":
+            request_scope.directives = {**request_scope.directives, "process_survives": {}}
+        elif outcome == "stuck":  # the transition the request starts, if it starts one
+            request_scope.directives = {**request_scope.directives, "stick_transition": {}}
     elif kind == "error":
         retry_after = action.get("retry_after")
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else None

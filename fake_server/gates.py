@@ -16,15 +16,42 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections import deque
 from dataclasses import asdict, dataclass
 
-__all__ = ["OUTCOMES", "Gate", "GateTimeout", "HeldRequest"]
+__all__ = ["OUTCOMES", "Gate", "GateTimeout", "HeldRequest", "outcomes_for"]
 
 #: What a request let go with :meth:`Gate.release_request` may be told to do besides going on:
 #: ``lost`` takes effect, then its connection is closed before the answer (the lost answer);
-#: ``error`` is answered 503 without effect.
-OUTCOMES = ("lost", "error")
+#: ``error`` is answered 503 without effect; ``survives``: a process DELETE ends nothing (the
+#: process tree ignores the signal, ``tree_exited`` stays false); ``stuck``: the transition a
+#: pause, resume, fork or sandbox DELETE starts never finishes.
+OUTCOMES = ("lost", "error", "survives", "stuck")
+
+_PROCESS = re.compile(r"^/v1/sandboxes/[^/]+/processes/[^/]+$")
+_TRANSITION = re.compile(r"^/v1/sandboxes/[^/]+(/pause|/resume|/fork)?$")
+
+
+def outcomes_for(method: str, path: str) -> frozenset[str]:
+    """The :data:`OUTCOMES` that change what a request does (the others would only repeat
+    going on): none for a read.
+
+    Example:
+        >>> sorted(outcomes_for("DELETE", "/v1/sandboxes/sb_1/processes/proc_1"))
+        ['error', 'lost', 'survives']
+        >>> sorted(outcomes_for("GET", "/v1/sandboxes/sb_1"))
+        []
+    """
+    if method in ("GET", "HEAD"):
+        return frozenset()
+    found = {"lost", "error"}
+    if method == "DELETE" and _PROCESS.match(path):
+        found.add("survives")
+    transition = _TRANSITION.match(path)
+    if transition is not None and (method == "DELETE") == (transition.group(1) is None):
+        found.add("stuck")
+    return frozenset(found)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from fake_server import FakeCreateOS, ServerConfig
+from fake_server.gates import outcomes_for
 from tests.conftest import Client, create_sandbox
 from tests.test_api_sandboxes import expect_error
 
@@ -117,3 +118,74 @@ async def test_finish_ends_the_transition_in_flight_now(fake: FakeCreateOS, clie
     idle = (await (await client.post(finish)).json())["data"]
     assert (idle["finished"], idle["sandbox"]["status"]) == (False, "running")
     await expect_error(await client.post("/_fake/sandboxes/sb_nope/finish"), 404)
+
+
+async def test_a_process_delete_released_as_survives_ends_nothing(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    sandbox = (await create_sandbox(client))["id"]
+    started = await client.post(f"/v1/sandboxes/{sandbox}/processes", json={"cmd": "cat"})
+    process = (await started.json())["data"]["process_id"]
+    fake.faults.gate("g", route="DELETE /v1/sandboxes/{id}/processes/{pid}")
+    path = f"/v1/sandboxes/{sandbox}/processes/{process}"
+    delete = asyncio.ensure_future(client.delete(path))
+    [held] = await holding(client, 1)
+    await client.post("/_fake/gates/g/release", json={"request": held["id"], "outcome": "survives"})
+    answer = await delete
+    assert answer.status == 200
+    assert (await answer.json())["data"]["tree_exited"] is False
+    assert (await (await client.get(path)).json())["data"]["state"] == "running"
+
+
+async def test_a_pause_released_as_stuck_never_finishes_and_a_refused_one_holds_nothing(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    sandbox = (await create_sandbox(client))["id"]
+    fake.faults.gate("g", route="POST /v1/sandboxes/{id}/pause")
+    pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox}/pause"))
+    [held] = await holding(client, 1)
+    await client.post("/_fake/gates/g/release", json={"request": held["id"], "outcome": "stuck"})
+    assert (await pause).status == 200
+    record = fake.find_sandbox(sandbox)
+    assert record.pending is not None
+    assert record.pending.stuck
+    finished = await client.post(f"/_fake/sandboxes/{sandbox}/finish")
+    assert (await finished.json())["data"]["finished"] is False
+    assert record.status.value == "pausing"
+    # A resume of a running sandbox is refused (409): released as stuck, it starts nothing and
+    # leaves nothing held for a later transition.
+    fake.faults.clear()
+    other = (await create_sandbox(client))["id"]
+    fake.faults.gate("r", route="POST /v1/sandboxes/{id}/resume")
+    resume = asyncio.ensure_future(client.post(f"/v1/sandboxes/{other}/resume"))
+    for _ in range(500):
+        gate = (await (await client.get("/_fake/gates/r")).json())["data"]
+        if gate["held"]:
+            break
+        await asyncio.sleep(0.002)
+    [held_resume] = gate["holding"]
+    release = {"request": held_resume["id"], "outcome": "stuck"}
+    await client.post("/_fake/gates/r/release", json=release)
+    await expect_error(await resume, 409)
+    await client.post(f"/v1/sandboxes/{other}/pause")
+    assert (await (await client.post(f"/_fake/sandboxes/{other}/finish")).json())["data"][
+        "finished"
+    ] is True
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "outcomes"),
+    [
+        ("GET", "/v1/sandboxes/sb_1", set()),
+        ("POST", "/v1/sandboxes/sb_1/exec", {"lost", "error"}),
+        ("DELETE", "/v1/sandboxes/sb_1/processes/p_1", {"lost", "error", "survives"}),
+        ("POST", "/v1/sandboxes/sb_1/pause", {"lost", "error", "stuck"}),
+        ("POST", "/v1/sandboxes/sb_1/fork", {"lost", "error", "stuck"}),
+        ("DELETE", "/v1/sandboxes/sb_1", {"lost", "error", "stuck"}),
+        ("POST", "/v1/sandboxes/sb_1", {"lost", "error"}),
+    ],
+)
+def test_each_outcome_is_offered_only_where_it_changes_something(
+    method: str, path: str, outcomes: set[str]
+) -> None:
+    assert outcomes_for(method, path) == outcomes

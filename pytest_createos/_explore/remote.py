@@ -27,6 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from fake_server.gates import outcomes_for
 from fake_server.journal import Entry
 from pytest_createos._explore.quiescence import ExploreError, Quiescence
 from pytest_createos._explore.steps import EXPLORER_TRANSITION_MS, Hands, Step
@@ -167,26 +168,28 @@ class RemoteHands(Hands):
 
     def enabled(self, outcomes: Sequence[str] = ()) -> list[Step]:
         self._name_new_sandboxes()
-        finishes: list[tuple[tuple[str, object], str, str, object, bool]] = []
+        finishes: list[tuple[tuple[str, object], str, str, object, frozenset[str]]] = []
         for view in self._views:
             name = self._names.get(view["id"])
             pending = view.get("pending")
             if name is not None and pending is not None and not pending["stuck"]:
                 key = ("finish", view["id"])
-                finishes.append((key, f"finish {name} {view['status']}", name, key, False))
+                label = f"finish {name} {view['status']}"
+                finishes.append((key, label, name, key, frozenset()))
         requests = []
         for held in self._held:
             label = self.request_label(held["method"], held["path"])
             sandbox = self.name_of(held["sandbox"]) if held.get("sandbox") else None
             key = ("request", held["id"])
-            requests.append((key, label, sandbox, key, held["method"] != "GET"))
+            takes = outcomes_for(held["method"], held["path"])
+            requests.append((key, label, sandbox, key, takes))
         # What appeared since the last step gets its order now, in an order that does not
         # depend on which of the host's connections the other fake served first: transitions
         # (which began in the last step) before requests, each sorted by label.
         new = [item for item in finishes + requests if item[0] not in self._orders]
         for item in sorted(new, key=lambda item: (item[0][0] == "request", item[1])):
             self._order_of(item[0])
-        found: list[tuple[int, str, str | None, object, bool]] = [
+        found: list[tuple[int, str, str | None, object, frozenset[str]]] = [
             (self._order_of(key), label, sandbox, target, takes)
             for key, label, sandbox, target, takes in finishes + requests
         ]

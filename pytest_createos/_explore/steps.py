@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fake_server.fake import FakeCreateOS
-from fake_server.gates import Gate, HeldRequest
+from fake_server.gates import Gate, HeldRequest, outcomes_for
 from fake_server.journal import Entry
 from fake_server.lifecycle import TERMINAL, Status
 from fake_server.sandbox import Sandbox
@@ -128,7 +128,9 @@ class Hands(abc.ABC):
     # -- steps ----------------------------------------------------------------------------------
 
     def _steps_of(
-        self, found: list[tuple[int, str, str | None, object, bool]], outcomes: Sequence[str]
+        self,
+        found: list[tuple[int, str, str | None, object, frozenset[str]]],
+        outcomes: Sequence[str],
     ) -> list[Step]:
         """The steps of ``found`` — ``(order, label, sandbox run name, target, takes
         outcomes)`` — oldest first: a label shared by two gets ``#2``..., and a target that
@@ -141,7 +143,10 @@ class Hands(abc.ABC):
             seen[label] = seen.get(label, 0) + 1
             if seen[label] > 1:
                 label = f"{label}#{seen[label]}"
-            variants: Sequence[str | None] = [None, *outcomes] if takes_outcomes else [None]
+            variants: Sequence[str | None] = [
+                None,
+                *(outcome for outcome in outcomes if outcome in takes_outcomes),
+            ]
             for outcome in variants:
                 named = label if outcome is None else f"{label} [{outcome}]"
                 step = Step(named, sandbox_name, order)
@@ -152,8 +157,9 @@ class Hands(abc.ABC):
     @abc.abstractmethod
     def enabled(self, outcomes: Sequence[str] = ()) -> list[Step]:
         """Every step possible now, oldest first; with ``outcomes`` (of
-        :data:`~fake_server.gates.OUTCOMES`), every held request that changes something (not
-        a ``GET``) may also go on with each of them: ``POST L1/pause [lost]``."""
+        :data:`~fake_server.gates.OUTCOMES`), a held request may also go on with each of them
+        that changes what it does (:func:`~fake_server.gates.outcomes_for`): ``POST L1/pause
+        [lost]``, ``POST L1/pause [stuck]``, ``DELETE L1/processes/P1 [survives]``."""
 
     @abc.abstractmethod
     def take(self, step: Step) -> None:
@@ -259,7 +265,7 @@ class FakeHands(Hands):
     # -- steps ----------------------------------------------------------------------------------
 
     def enabled(self, outcomes: Sequence[str] = ()) -> list[Step]:
-        found: list[tuple[int, str, str | None, object, bool]] = []
+        found: list[tuple[int, str, str | None, object, frozenset[str]]] = []
         assert self._gate is not None, "the hands hold nothing until entered"
         # Transitions first: one seen for the first time began during the last step, before
         # its answer reached the host, so before any request the host sent in reaction.
@@ -269,13 +275,14 @@ class FakeHands(Hands):
             pending = record.pending if record is not None else None
             if record is not None and pending is not None and not pending.stuck:
                 label = f"finish {name} {record.status.value}"
-                found.append((self._order_of(pending), label, name, record, False))
+                found.append((self._order_of(pending), label, name, record, frozenset()))
         for held in self._gate.holding:
             if held.tenant != self.tenant.id:
                 continue
             label = self.request_label(held.method, held.path)
             sandbox = self.name_of(held.sandbox) if held.sandbox else None
-            found.append((self._order_of(held), label, sandbox, held, held.method != "GET"))
+            takes = outcomes_for(held.method, held.path)
+            found.append((self._order_of(held), label, sandbox, held, takes))
         return self._steps_of(found, outcomes)
 
     def take(self, step: Step) -> None:

@@ -136,8 +136,10 @@ class Workload:
     released: tuple[int, ...] = ()
     summary: str = field(default="", compare=False)
     #: Besides going on, each request of the race that changes something (not a ``GET``) may
-    #: be let go with these outcomes: ``"lost"`` (it takes effect, its answer is lost) and
-    #: ``"error"`` (answered 503, without effect).
+    #: be let go with these outcomes, where they change what it does: ``"lost"`` (it takes
+    #: effect, its answer is lost), ``"error"`` (answered 503, without effect), ``"survives"``
+    #: (a process DELETE ends nothing) and ``"stuck"`` (the transition a pause, resume, fork or
+    #: sandbox DELETE starts never finishes).
     outcomes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

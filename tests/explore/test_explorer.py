@@ -26,6 +26,7 @@ from pytest_createos.kit import (
     release,
     resume,
     run,
+    shutdown,
 )
 from pytest_createos.server import CreateosServer
 
@@ -329,3 +330,15 @@ async def test_the_reference_host_survives_lost_and_failed_answers(kit: Conforma
     report = await kit.explore(reference_host(), lossy, max_schedules=40)
     report.assert_ok()
     assert report.schedules == 40
+
+
+@explored
+async def test_a_process_that_survives_its_delete_is_explored_where_it_can_happen(
+    kit: ConformanceKit,
+) -> None:
+    surviving = Workload("run-shutdown-surviving", (run(0), shutdown()), outcomes=("survives",))
+    report = await kit.explore(reference_host(), surviving, max_schedules=40)
+    report.assert_ok()
+    plain = await kit.explore(reference_host(), "run-shutdown", max_schedules=40)
+    # The [survives] variants add schedules (only a process DELETE takes them).
+    assert report.schedules > plain.schedules
