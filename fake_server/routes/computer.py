@@ -427,44 +427,58 @@ def _keys_handler(action: str) -> Handler:
 #: What a computer route may answer besides success: no such sandbox or screen, not a running
 #: desktop.
 ERRORS = (400, 404, 409)
-_BODY_ROUTE_ERRORS = (*BODY_ERRORS, 404, 409)
+#: What a desktop route with a body may answer besides success.
+BODY_ROUTE_ERRORS = (*BODY_ERRORS, 404, 409)
+
+
+def computer_route(
+    method: str,
+    template: str,
+    handler: Handler,
+    operation_id: str,
+    summary: str,
+    data: Schema,
+    *,
+    body: BodySchema | None = None,
+    answer: str = "The answer.",
+    parameters: tuple[Schema, ...] = (SCREEN_PARAMETER,),
+    errors: tuple[int, ...] = ERRORS,
+) -> Route:
+    """A route of the desktop (``…/computer``, its windows and its screens): one declaration
+    shape for all of them; a route with a ``body`` may also answer its body's errors.
+
+    Example::
+
+        computer_route("GET", COMPUTER_OF + "/cursor", cursor, "computerCursor", "Cursor", POINT)
+    """
+    return Route(
+        method,
+        template,
+        handler,
+        operation(
+            operation_id,
+            summary,
+            tag=COMPUTER,
+            parameters=list(parameters),
+            ok=ok_response(answer, data),
+            errors=BODY_ROUTE_ERRORS if body is not None else errors,
+            body=body,
+        ),
+    )
 
 
 def _action(
     suffix: str, handler: Handler, operation_id: str, summary: str, body: BodySchema
 ) -> Route:
     """A ``POST`` action under ``…/computer`` answering ``{"ok": true}``."""
-    return Route(
-        "POST",
-        COMPUTER_OF + suffix,
-        handler,
-        operation(
-            operation_id,
-            summary,
-            tag=COMPUTER,
-            parameters=[SCREEN_PARAMETER],
-            ok=ok_response("Done.", OK),
-            errors=_BODY_ROUTE_ERRORS,
-            body=body,
-        ),
+    return computer_route(
+        "POST", COMPUTER_OF + suffix, handler, operation_id, summary, OK, body=body, answer="Done."
     )
 
 
 def _read(suffix: str, handler: Handler, operation_id: str, summary: str, data: Schema) -> Route:
     """A ``GET`` under ``…/computer`` of the named screen."""
-    return Route(
-        "GET",
-        COMPUTER_OF + suffix,
-        handler,
-        operation(
-            operation_id,
-            summary,
-            tag=COMPUTER,
-            parameters=[SCREEN_PARAMETER],
-            ok=ok_response("The answer.", data),
-            errors=ERRORS,
-        ),
-    )
+    return computer_route("GET", COMPUTER_OF + suffix, handler, operation_id, summary, data)
 
 
 _POSITION = integer(minimum=0)
@@ -523,7 +537,7 @@ ROUTES: Routes = (
             tag=COMPUTER,
             parameters=[SCREEN_PARAMETER],
             ok=ok_response("Done.", OK),
-            errors=_BODY_ROUTE_ERRORS,
+            errors=BODY_ROUTE_ERRORS,
             body=CLIPBOARD,
         ),
     ),

@@ -11,7 +11,6 @@ from datetime import timedelta
 from aiohttp import web
 
 from fake_server.api_schema import (
-    BODY_ERRORS,
     COMPUTER,
     EMPTY_BODY,
     ID_PATTERN,
@@ -42,11 +41,13 @@ from fake_server.desktop import (
 )
 from fake_server.routes.common import Handler, Route, Routes, fake_of, ok, read_body
 from fake_server.routes.computer import (
+    BODY_ROUTE_ERRORS,
     COMPUTER_OF,
     ERRORS,
     OK,
     SCREEN_PARAMETER,
     Desk,
+    computer_route,
     desk_of,
     journal_action,
     model_input,
@@ -243,7 +244,6 @@ async def delete_screen(request: web.Request) -> web.Response:
 
 _WINDOW_VIEW = ref("ComputerWindow")
 _SCREEN_VIEW = ref("ComputerScreen")
-_BODY_ROUTE_ERRORS = (*BODY_ERRORS, 404, 409)
 
 
 def _on_window(
@@ -255,19 +255,9 @@ def _on_window(
     data: Schema,
     body: BodySchema | None = None,
 ) -> Route:
-    return Route(
-        method,
-        WINDOW + suffix,
-        handler,
-        operation(
-            operation_id,
-            summary,
-            tag=COMPUTER,
-            parameters=[SCREEN_PARAMETER],
-            ok=ok_response("Done." if data is OK else "The window.", data),
-            errors=_BODY_ROUTE_ERRORS if body is not None else ERRORS,
-            body=body,
-        ),
+    answer = "Done." if data is OK else "The window."
+    return computer_route(
+        method, WINDOW + suffix, handler, operation_id, summary, data, body=body, answer=answer
     )
 
 
@@ -280,18 +270,17 @@ def _on_screen(
     data: Schema,
     body: BodySchema | None = None,
 ) -> Route:
-    return Route(
+    # A screen route names its screen in the path: no ``screen_id`` query, no 400 for one.
+    return computer_route(
         method,
         SCREEN + suffix,
         handler,
-        operation(
-            operation_id,
-            summary,
-            tag=COMPUTER,
-            ok=ok_response("The answer.", data),
-            errors=_BODY_ROUTE_ERRORS if body is not None else (404, 409),
-            body=body,
-        ),
+        operation_id,
+        summary,
+        data,
+        body=body,
+        parameters=(),
+        errors=(404, 409),
     )
 
 
@@ -414,7 +403,7 @@ ROUTES: Routes = (
             "Add a screen (the lowest free of screen-1 … screen-7; 409 when all exist)",
             tag=COMPUTER,
             ok=ok_response("The screen.", _SCREEN_VIEW, links="screen"),
-            errors=_BODY_ROUTE_ERRORS,
+            errors=BODY_ROUTE_ERRORS,
             body=CREATE_SCREEN,
         ),
     ),
