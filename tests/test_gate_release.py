@@ -22,14 +22,13 @@ def fake_config() -> ServerConfig:
     return ServerConfig(seed=1234, transition_ms=60_000, create_ms=0, manual_clock=True)
 
 
-async def holding(client: Client, count: int) -> list[dict[str, Any]]:
-    """The gate's held requests, once ``count`` are held (bounded: 500 looks)."""
-    for _ in range(500):
-        gate = (await (await client.get("/_fake/gates/g")).json())["data"]
-        if gate["held"] >= count:
-            return list(gate["holding"])
-        await asyncio.sleep(0.002)
-    raise AssertionError(f"fewer than {count} request(s) held")
+async def holding(
+    fake: FakeCreateOS, client: Client, count: int, gate: str = "g"
+) -> list[dict[str, Any]]:
+    """The gate's held requests as the control API lists them, once ``count`` are held (the
+    gate's own wait: no polling)."""
+    await fake.faults.gates[gate].wait_held(count)
+    return list((await (await client.get(f"/_fake/gates/{gate}")).json())["data"]["holding"])
 
 
 async def test_a_chosen_held_request_goes_on_by_its_id(fake: FakeCreateOS, client: Client) -> None:
@@ -37,9 +36,9 @@ async def test_a_chosen_held_request_goes_on_by_its_id(fake: FakeCreateOS, clien
     second = (await create_sandbox(client))["id"]
     fake.faults.gate("g", route="POST /v1/sandboxes/{id}/pause")
     pause_first = asyncio.ensure_future(client.post(f"/v1/sandboxes/{first}/pause"))
-    await holding(client, 1)
+    await holding(fake, client, 1)
     pause_second = asyncio.ensure_future(client.post(f"/v1/sandboxes/{second}/pause"))
-    held = await holding(client, 2)
+    held = await holding(fake, client, 2)
     assert [h["sandbox"] for h in held] == [first, second]
     assert held[0]["id"] != held[1]["id"]
     # The younger one goes on first, as chosen; the older one stays held.
@@ -49,7 +48,7 @@ async def test_a_chosen_held_request_goes_on_by_its_id(fake: FakeCreateOS, clien
     assert (await answer.json())["data"]["released"] == 1
     assert (await pause_second).status == 200
     assert not pause_first.done()
-    assert [h["id"] for h in await holding(client, 1)] == [held[0]["id"]]
+    assert [h["id"] for h in await holding(fake, client, 1)] == [held[0]["id"]]
     # ``lost``: the pause takes effect, and the client gets no answer.
     await client.post("/_fake/gates/g/release", json={"request": held[0]["id"], "outcome": "lost"})
     with pytest.raises(aiohttp.ClientError):
@@ -63,7 +62,7 @@ async def test_a_held_request_released_with_error_has_no_effect(
     sandbox = (await create_sandbox(client))["id"]
     fake.faults.gate("g", route="POST /v1/sandboxes/{id}/pause")
     pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox}/pause"))
-    [held] = await holding(client, 1)
+    [held] = await holding(fake, client, 1)
     await client.post("/_fake/gates/g/release", json={"request": held["id"], "outcome": "error"})
     await expect_error(await pause, 503)
     assert fake.find_sandbox(sandbox).status.value == "running"
@@ -75,7 +74,7 @@ async def test_releasing_one_request_refuses_what_it_cannot_do(
     sandbox = (await create_sandbox(client))["id"]
     fake.faults.gate("g", route="GET /v1/sandboxes/{id}")
     read = asyncio.ensure_future(client.get(f"/v1/sandboxes/{sandbox}"))
-    [held] = await holding(client, 1)
+    [held] = await holding(fake, client, 1)
     release = "/_fake/gates/g/release"
     await expect_error(await client.post(release, json={"request": held["id"] + 1}), 404, "no")
     await expect_error(await client.post("/_fake/gates/nope/release", json={"request": 1}), 404)
@@ -129,7 +128,7 @@ async def test_a_process_delete_released_as_survives_ends_nothing(
     fake.faults.gate("g", route="DELETE /v1/sandboxes/{id}/processes/{pid}")
     path = f"/v1/sandboxes/{sandbox}/processes/{process}"
     delete = asyncio.ensure_future(client.delete(path))
-    [held] = await holding(client, 1)
+    [held] = await holding(fake, client, 1)
     await client.post("/_fake/gates/g/release", json={"request": held["id"], "outcome": "survives"})
     answer = await delete
     assert answer.status == 200
@@ -143,7 +142,7 @@ async def test_a_pause_released_as_stuck_never_finishes_and_a_refused_one_holds_
     sandbox = (await create_sandbox(client))["id"]
     fake.faults.gate("g", route="POST /v1/sandboxes/{id}/pause")
     pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox}/pause"))
-    [held] = await holding(client, 1)
+    [held] = await holding(fake, client, 1)
     await client.post("/_fake/gates/g/release", json={"request": held["id"], "outcome": "stuck"})
     assert (await pause).status == 200
     record = fake.find_sandbox(sandbox)
@@ -158,12 +157,7 @@ async def test_a_pause_released_as_stuck_never_finishes_and_a_refused_one_holds_
     other = (await create_sandbox(client))["id"]
     fake.faults.gate("r", route="POST /v1/sandboxes/{id}/resume")
     resume = asyncio.ensure_future(client.post(f"/v1/sandboxes/{other}/resume"))
-    for _ in range(500):
-        gate = (await (await client.get("/_fake/gates/r")).json())["data"]
-        if gate["held"]:
-            break
-        await asyncio.sleep(0.002)
-    [held_resume] = gate["holding"]
+    [held_resume] = await holding(fake, client, 1, gate="r")
     release = {"request": held_resume["id"], "outcome": "stuck"}
     await client.post("/_fake/gates/r/release", json=release)
     await expect_error(await resume, 409)

@@ -145,8 +145,8 @@ async def test_a_build_waits_pending_as_long_as_a_create_takes_on_the_fakes_cloc
 ) -> None:
     fake, clock, client = await on_manual_clock(aiohttp_client, create_ms=5000)
     template = await create_template(client)
-    for _ in range(20):  # nothing moves it on but the clock
-        await eventually(lambda: True)
+    # The build is parked on the clock (its only timer): nothing moves it on but the clock.
+    await eventually(lambda: clock.pending == 1)
     assert (await (await client.get(f"/v1/templates/{template['id']}")).json())["data"][
         "status"
     ] == "pending"
