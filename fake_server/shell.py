@@ -56,6 +56,7 @@ from fake_server.result_cache import CacheKey, Recorder, ResultCache  # noqa: E4
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
+    "RUN_OUTPUT_LIMIT",
     "BufferSink",
     "CommandContext",
     "CommandHandler",
@@ -71,6 +72,9 @@ __all__ = [
 
 #: How long (real seconds) a cancelled interpreter gets to stop before we stop waiting for it.
 STOP_GRACE_S = 5.0
+#: What the interpreter passes on of one run's stdout, and of its stderr: it drops the rest
+#: without a word (the script goes on, its status unchanged), so the fake says so.
+RUN_OUTPUT_LIMIT = 10 << 20
 #: Loop turns that let a stopped interpreter's last scheduled callbacks run and end.
 _DRAIN_TURNS = 3
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
@@ -244,6 +248,35 @@ class Run:
             interpreter.stop()
 
 
+class _MeteredSink:
+    """One stream of one interpreter run, counted on its way to ``sink``."""
+
+    __slots__ = ("_sink", "at_line_start", "stream", "written")
+
+    def __init__(self, stream: str, sink: Callable[[bytes], Awaitable[None]]) -> None:
+        self.stream = stream
+        self._sink = sink
+        self.written = 0
+        self.at_line_start = True
+
+    async def write(self, data: bytes) -> None:
+        if data:
+            self.written += len(data)
+            self.at_line_start = data.endswith(b"\n")
+            await self._sink(data)
+
+
+async def _report_dropped_output(stdout: _MeteredSink, stderr: _MeteredSink) -> None:
+    """Say on stderr which streams the interpreter cut at its per-run limit."""
+    for sink in (stdout, stderr):
+        if sink.written >= RUN_OUTPUT_LIMIT:
+            notice = (
+                f"fake-createos: {sink.stream} past {RUN_OUTPUT_LIMIT >> 20} MiB was dropped"
+                " (the sandbox interpreter's limit for one run)\n"
+            )
+            await stderr.write(("" if stderr.at_line_start else "\n").encode() + notice.encode())
+
+
 @dataclass(eq=False)
 class Interpreter:
     """One bashkit interpreter of a run and the fake's command callbacks it has in flight."""
@@ -327,12 +360,11 @@ class Shell:
         unless told otherwise); stops it if we are cancelled."""
         global _STACK_SET_HERE
         run.interpreters.add(interpreter)
-        err = stderr or run.stderr_sink
+        out = _MeteredSink("stdout", stdout or run.stdout_sink)
+        err = _MeteredSink("stderr", stderr or run.stderr_sink)
         execution = asyncio.ensure_future(
             _awaitable(
-                interpreter.bash.execute(
-                    script, stdout=lazy(stdout or run.stdout_sink), stderr=lazy(err)
-                )
+                interpreter.bash.execute(script, stdout=lazy(out.write), stderr=lazy(err.write))
             )
         )
         try:
@@ -356,9 +388,10 @@ class Shell:
                 _STACK_SET_HERE = False
         # With sinks, output streams as it is made; what the result still holds is what never
         # streamed: the interpreter's own refusal (a limit, a cancellation).
+        await _report_dropped_output(out, err)
         if result.stderr:
             run.refused = True
-            await err(f"bash: {result.stderr.rstrip()}\n".encode())
+            await err.write(f"bash: {result.stderr.rstrip()}\n".encode())
         return int(result.exit_code)
 
     # -- running ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from fake_server.clock import ManualClock
 from fake_server.filesystem import FileSystem
 from fake_server.shell import (
+    RUN_OUTPUT_LIMIT,
     CommandContext,
     CommandRegistry,
     Invocation,
@@ -465,6 +466,24 @@ async def test_a_script_that_evals_itself_ends_with_an_error() -> None:
     assert result.status != 0
     assert "limit exceeded" in result.err
     assert (await h.run("echo", "still serving")).out == "still serving\n"
+
+
+async def test_output_past_the_interpreters_per_run_limit_is_reported(h: Harness) -> None:
+    """bashkit passes on 10 MiB of each stream of a run and drops the rest silently; the run
+    goes on. The fake says so on stderr instead of answering a short stream as complete."""
+    h.fs.write("/tmp/part", b"x" * (6 << 20))
+    result = await h.sh("cat /tmp/part /tmp/part; cat /tmp/part /tmp/part >&2; echo after >&2")
+    assert result.status == 0
+    assert len(result.out) == RUN_OUTPUT_LIMIT
+    notices = [line for line in result.err.splitlines() if "fake-createos" in line]
+    limit = "past 10 MiB was dropped (the sandbox interpreter's limit for one run)"
+    assert notices == [f"fake-createos: stdout {limit}", f"fake-createos: stderr {limit}"]
+
+
+async def test_output_within_the_per_run_limit_carries_no_notice(h: Harness) -> None:
+    h.fs.write("/tmp/part", b"x" * (5 << 20))
+    result = await h.sh(f"cat /tmp/part; head -c {(5 << 20) - 1} /tmp/part; echo done >&2")
+    assert (result.status, len(result.out), result.err) == (0, RUN_OUTPUT_LIMIT - 1, "done\n")
 
 
 async def test_cancelling_a_run_stops_its_interpreter(h: Harness) -> None:
