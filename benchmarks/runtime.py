@@ -713,12 +713,16 @@ def measure_stop(args: argparse.Namespace) -> bool:
 
 # -- 5. /healthz while a 10 MiB stream is written; live follow vs replay ----------------------
 
-#: A 2 MiB file the streamed commands write five times (10 MiB), made once per run.
+#: A file of a line short of 2 MiB that the streamed commands write five times (a line short of
+#: 10 MiB each: the interpreter passes on 10 MiB of one run's stdout, and a stream that reaches
+#: that gets the fake's notice on stderr), made once per run.
 STREAM_PART = "/tmp/bench-stream"
-STREAM_PART_BYTES = 2 << 20
+STREAM_PART_LINES = 2047
+STREAM_PART_BYTES = STREAM_PART_LINES * 1024
 STREAM_BYTES = 5 * STREAM_PART_BYTES
 MAKE_STREAM_PART = (
-    "s=$(printf '%01023d' 0); for i in $(seq 1 2048); do printf '%s\\n' \"$s\"; done"
+    "s=$(printf '%01023d' 0);"
+    f" for i in $(seq 1 {STREAM_PART_LINES}); do printf '%s\\n' \"$s\"; done"
     f" > {STREAM_PART}; wc -c < {STREAM_PART}"
 )
 CAT_STREAM = "cat " + " ".join([STREAM_PART] * 5)
@@ -726,9 +730,6 @@ CAT_STREAM = "cat " + " ".join([STREAM_PART] * 5)
 #: ``connect`` opened before the input sees every byte live.
 READY = "ready\n"
 GATED_STREAM = f"printf {READY!r}; read -r go; {CAT_STREAM}"
-#: What a connect carries after the ready frame: bashkit ends one run's stdout at 10 MiB, so
-#: the ready line takes its bytes off the end of the cat.
-PROCESS_STREAM_BYTES = STREAM_BYTES - len(READY)
 #: The streams fake's per-process journal: all 10 MiB must stay replayable.
 STREAM_OUTPUT_CAP = 16 << 20
 STREAM_KINDS = ("exec ?stream=true", "connect follow", "connect replay")
@@ -995,10 +996,8 @@ async def stream_rounds(args: argparse.Namespace, fake: Fake) -> StreamFigures:
                 path = f"/processes/{(await call('POST', '/processes', body))['process_id']}"
                 url = f"{sandbox_url}{path}/connect"
                 follow = url + "?after=0"
-                await stream(
-                    "connect follow", follow, PROCESS_STREAM_BYTES, start=path, skip_lines=1
-                )
-                await stream("connect replay", url + "?after=1", PROCESS_STREAM_BYTES)
+                await stream("connect follow", follow, STREAM_BYTES, start=path, skip_lines=1)
+                await stream("connect replay", url + "?after=1", STREAM_BYTES)
                 await call("DELETE", path)
                 # No reader: how fast the shell hands a process's output to the fake.
                 started = time.perf_counter()
@@ -1006,7 +1005,7 @@ async def stream_rounds(args: argparse.Namespace, fake: Fake) -> StreamFigures:
                 path = f"/processes/{(await call('POST', '/processes', body))['process_id']}"
                 ended = await call("GET", path + "/wait")
                 figures.unread_seconds.append(time.perf_counter() - started)
-                if ended["output"]["bytes"] != STREAM_BYTES:
+                if ended["output"]["bytes"] != STREAM_BYTES:  # nothing dropped, no notice
                     raise BenchmarkError(f"the unread process wrote {ended['output']}")
                 await call("DELETE", path)
         finally:
@@ -1053,7 +1052,7 @@ def measure_streams(
             f"{kind:<19}{statistics.median(rates):7.1f} MiB/s of payload (median of rounds; "
             f"{frames:,.0f} frames)"
         )
-    unread = (STREAM_BYTES >> 20) / statistics.median(figures.unread_seconds)
+    unread = STREAM_BYTES / (1 << 20) / statistics.median(figures.unread_seconds)
     print(
         f"{'no reader':<19}{unread:7.1f} MiB/s: a process writing the 10 MiB while nobody"
         " reads (create to /wait): the pace at which bash hands output to the fake"

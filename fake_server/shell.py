@@ -271,8 +271,8 @@ async def _report_dropped_output(stdout: _MeteredSink, stderr: _MeteredSink) -> 
     for sink in (stdout, stderr):
         if sink.written >= RUN_OUTPUT_LIMIT:
             notice = (
-                f"fake-createos: {sink.stream} past {RUN_OUTPUT_LIMIT >> 20} MiB was dropped"
-                " (the sandbox interpreter's limit for one run)\n"
+                f"fake-createos: {sink.stream} stopped at {RUN_OUTPUT_LIMIT >> 20} MiB, the sandbox"
+                " interpreter's limit for one run; anything past it was dropped\n"
             )
             await stderr.write(("" if stderr.at_line_start else "\n").encode() + notice.encode())
 

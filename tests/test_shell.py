@@ -476,8 +476,8 @@ async def test_output_past_the_interpreters_per_run_limit_is_reported(h: Harness
     assert result.status == 0
     assert len(result.out) == RUN_OUTPUT_LIMIT
     notices = [line for line in result.err.splitlines() if "fake-createos" in line]
-    limit = "past 10 MiB was dropped (the sandbox interpreter's limit for one run)"
-    assert notices == [f"fake-createos: stdout {limit}", f"fake-createos: stderr {limit}"]
+    limit = "stopped at 10 MiB, the sandbox interpreter's limit for one run; anything past it was"
+    assert notices == [f"fake-createos: {name} {limit} dropped" for name in ("stdout", "stderr")]
 
 
 async def test_output_within_the_per_run_limit_carries_no_notice(h: Harness) -> None:
