@@ -319,10 +319,8 @@ def createos_server(
 
 
 @pytest_asyncio.fixture
-async def createos_aiohttp_server(
-    request: pytest.FixtureRequest, aiohttp_server: Any
-) -> AsyncIterator[CreateosServer]:
-    """A CreateOS fake served in the test's own event loop (through pytest-aiohttp), fresh for
+async def createos_aiohttp_server(request: pytest.FixtureRequest) -> AsyncIterator[CreateosServer]:
+    """A CreateOS fake served in the test's own event loop (by aiohttp's test server), fresh for
     this test.
 
     Scope: function. Type: :class:`pytest_createos.server.CreateosServer`. For async tests that
@@ -334,20 +332,31 @@ async def createos_aiohttp_server(
             async with aiohttp.ClientSession(createos_aiohttp_server.url) as session:
                 ...
     """
+    from aiohttp.test_utils import TestServer
+
     from fake_server import FakeCreateOS
     from fake_server.http_protocol import harden_connections
+    from fake_server.runner import LOOPBACK
     from pytest_createos.channel import LocalChannel
 
     options = _marker_options(request)
     fake = FakeCreateOS(options.server_config())
-    test_server = await aiohttp_server(fake.app())
-    # pytest-aiohttp built the runner: it gains the fake's own connection handling.
-    harden_connections(test_server.runner, fake)
-    channel = LocalChannel(fake, str(test_server.make_url("")).rstrip("/"))
-    handle, tenant = _open_handle(request, channel, options)
-    yield handle
-    _close_handle(request, channel, tenant, options)
-    fake.reset()
+    # aiohttp's own test server, started here rather than through pytest-aiohttp's
+    # `aiohttp_server` fixture: one async fixture to set up and tear down per test, not two.
+    test_server = TestServer(fake.app(), host=LOOPBACK)
+    await test_server.start_server()
+    try:
+        # aiohttp built the runner (start_server made it): it gains the fake's own
+        # connection handling.
+        assert test_server.runner is not None
+        harden_connections(test_server.runner, fake)
+        channel = LocalChannel(fake, str(test_server.make_url("")).rstrip("/"))
+        handle, tenant = _open_handle(request, channel, options)
+        yield handle
+        _close_handle(request, channel, tenant, options)
+        fake.reset()
+    finally:
+        await test_server.close()
 
 
 @pytest.fixture
