@@ -25,7 +25,9 @@ Five measurements, each printing its figure, its target and MET or BELOW:
   process followed from before its output, and ``GET …/connect`` replaying the same output once
   it exited; each stream's payload MiB/s (seen by its client, from its headers, or the
   follow's first frame, to the end of the stream; the client checks every byte arrived in
-  order); targets: ``/healthz`` max <= 10 ms during the streams, and
+  order); beside them, the pace of bashkit alone handing the same output to a sink that does
+  nothing (one event-loop round trip per chunk: the ceiling of a live follow) and keeping it;
+  targets: ``/healthz`` max <= 10 ms during the streams, and
   follow at least as fast as replay (median of the per-round ratios >= 1.0x).
 
 Usage::
@@ -1014,6 +1016,37 @@ async def stream_rounds(args: argparse.Namespace, fake: Fake) -> StreamFigures:
     return figures
 
 
+async def interpreter_pace(rounds: int = 3) -> tuple[float, float]:
+    """MiB/s at which bashkit itself runs the streams' ``cat`` in this process, median of
+    ``rounds``: handing its output to an async sink that does nothing (the way the fake takes
+    output: one event-loop round trip per chunk), and keeping it to itself (no sink). Whatever
+    the fake does with output, a live follower cannot go faster than the first."""
+    import bashkit
+
+    tree = bashkit.FileSystem()
+    tree.mkdir("/tmp", True)
+    made = bashkit.Bash()
+    made.mount("/", tree)
+    await made.execute(MAKE_STREAM_PART)
+
+    async def discard(_: bytes) -> None:
+        pass
+
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(rounds):
+        for with_sink in timings:
+            bash = bashkit.Bash(profile=bashkit.ExecutionProfile.Interactive)
+            bash.mount("/", tree)
+            started = time.perf_counter()
+            if with_sink:
+                await bash.execute(CAT_STREAM, stdout=discard, stderr=discard)
+            else:
+                await bash.execute(CAT_STREAM)
+            timings[with_sink].append(time.perf_counter() - started)
+    mib = STREAM_BYTES / (1 << 20)
+    return mib / statistics.median(timings[True]), mib / statistics.median(timings[False])
+
+
 def measure_streams(
     args: argparse.Namespace, cpus: tuple[set[int] | None, set[int] | None]
 ) -> bool:
@@ -1056,6 +1089,13 @@ def measure_streams(
     print(
         f"{'no reader':<19}{unread:7.1f} MiB/s: a process writing the 10 MiB while nobody"
         " reads (create to /wait): the pace at which bash hands output to the fake"
+    )
+    with pinned(server_cpus):
+        with_sink, alone = asyncio.run(interpreter_pace())
+    print(
+        f"{'the interpreter':<19}{with_sink:7.1f} MiB/s into a sink that does nothing, {alone:.1f}"
+        " MiB/s with no sink: bashkit alone, in this process (on the server's CPUs): what"
+        " following live can reach"
     )
     worst = max(max(figures.latencies[kind]) for kind in STREAM_KINDS)
     met_max = bool(worst <= args.max_stream_healthz_ms)
