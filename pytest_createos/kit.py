@@ -82,15 +82,13 @@ from pytest_createos._explore.reference import lease_params, reference_host
 from pytest_createos._explore.remote import DEFAULT_EXPLORE_SETTLE_S
 from pytest_createos._explore.runner import DEFAULT_HORIZON_S
 from pytest_createos._explore.testclass import HostExploration
+from pytest_createos._scenario_run import ConformanceError, ScenarioReport, violations_text
 from pytest_createos._scenarios import (
     PROVIDER_SCENARIOS,
     SCENARIOS,
-    ConformanceError,
     Scenario,
-    ScenarioReport,
     find_scenario,
     play,
-    violations_text,
 )
 from pytest_createos._watch import ProviderCall, WatchedProvider
 from pytest_createos.host import LeaseHost, LeaseProviderLike

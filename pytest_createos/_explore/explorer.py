@@ -26,7 +26,7 @@ from pytest_createos._explore.strategies import (
     parse_schedule,
 )
 from pytest_createos._explore.workloads import Workload, find_workload
-from pytest_createos._scenarios import ConformanceError
+from pytest_createos._scenario_run import ConformanceError
 
 if TYPE_CHECKING:
     from pytest_createos.kit import ConformanceKit
