@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server import http_tools
+from fake_server.curl_command import curl
 from fake_server.date_command import run_date
 from fake_server.streams import StdinReader
+from fake_server.wget_command import wget
 
 if TYPE_CHECKING:
     from fake_server.shell import CommandHandler, Run, Shell
@@ -127,8 +128,8 @@ class SandboxCommands:
         """Commands with live byte streams (output as it is produced)."""
         commands: dict[str, _Live] = {
             "timeout": self._timeout,
-            "curl": self._network(http_tools.curl),
-            "wget": self._network(http_tools.wget),
+            "curl": self._network(curl),
+            "wget": self._network(wget),
             "__fake_stdin": self._feed_stdin,
             "__fake_cat": self._cat,
         }

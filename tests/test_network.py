@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from fake_server.curl_command import curl
 from fake_server.filesystem import FileSystem
-from fake_server.http_tools import curl, wget
 from fake_server.network import (
     Network,
     Responder,
@@ -19,6 +19,7 @@ from fake_server.network import (
     egress_allows,
 )
 from fake_server.shell import BufferSink, CommandContext, StdinReader
+from fake_server.wget_command import wget
 
 API = "api.example.com"
 CURL_UA = "curl/8.5.0"
