@@ -95,8 +95,7 @@ class Runtime:
     # -- exec -------------------------------------------------------------------------------
 
     def _environment(self, sandbox: Sandbox, overrides: dict[str, str]) -> dict[str, str]:
-        undeclared = sorted(set(overrides) - set(sandbox.envs))
-        if undeclared:
+        if not overrides.keys() <= sandbox.envs.keys():
             raise ApiError.invalid("env", errors.ENV_UNDECLARED)
         return {**sandbox.envs, **overrides}
 
@@ -118,6 +117,15 @@ class Runtime:
 
         stdout = CappedSink(cap, on_overflow=stop_command)
         stderr = stdout.sibling()
+        started = self.clock.now()
+        result: dict[str, Any] = {}
+        # A probe run before is answered at once, before anything a run needs is built.
+        replayed = self.shell.replay(spec.cmd, spec.args, env, stdout, stderr)
+        if replayed is not None:
+            if stdout.overflowed:
+                replayed = 1
+                result["error"] = errors.EXEC_OUTPUT_TOO_LARGE.format(cap=cap)
+            return self._answer(stdout, stderr, replayed, result, started)
         invocation = Invocation(
             spec.cmd,
             spec.args,
@@ -130,14 +138,6 @@ class Runtime:
             hostname=sandbox.name,
             mounts=self._mounts_of(sandbox),
         )
-        started = self.clock.now()
-        result: dict[str, Any] = {}
-        replayed = self.shell.replay(invocation)
-        if replayed is not None:  # a probe run before: answered without a task
-            if stdout.overflowed:
-                replayed = 1
-                result["error"] = errors.EXEC_OUTPUT_TOO_LARGE.format(cap=cap)
-            return self._answer(stdout, stderr, replayed, result, started)
         command = asyncio.ensure_future(self.shell.run(invocation))
         running = self._execs.setdefault(sandbox.id, set())
         running.add(command)
