@@ -15,6 +15,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from fake_server import errors
 from fake_server.api_schema import Operation, integer, query
 from fake_server.errors import ApiError
+from fake_server.lifecycle import Status
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.tenants import Tenant
 from fake_server.validation import Body, BodySchema, query_int
@@ -133,7 +134,7 @@ def envelope_response(
 
 def ok(data: Any) -> web.Response:
     """A 200 JSend success."""
-    return envelope_response({"status": "success", "data": data})
+    return json_response(encode({"status": "success", "data": data}))
 
 
 def paginated(items: list[Any], *, total: int, limit: int, offset: int) -> dict[str, Any]:
@@ -206,8 +207,8 @@ def sandbox_of(request: web.Request) -> Sandbox:
     """The sandbox named by ``{id}`` in the caller's tenant (404 otherwise); a deleted one
     answers 404 too when the fake is configured so."""
     sandbox = tenant_of(request).get(request.match_info["id"])
-    fake = fake_of(request)
-    if fake.config.deleted == "404" and sandbox.status.value == "destroyed":
+    # The status first: it settles the question for every sandbox but a destroyed one.
+    if sandbox.status is Status.DESTROYED and fake_of(request).config.deleted == "404":
         raise ApiError(404, errors.SANDBOX_NOT_FOUND)
     return sandbox
 
