@@ -101,7 +101,14 @@ def parse_json(raw: bytes | str) -> Any:
     )
     try:
         if isinstance(raw, bytes):
-            raw = raw.decode(json.detect_encoding(raw), "surrogatepass")
+            # ASCII without a NUL byte is not UTF-16 or UTF-32 (and a BOM is not ASCII): what
+            # json.detect_encoding would answer, UTF-8, without asking it.
+            utf8 = plain and b"\x00" not in raw
+            raw = (
+                raw.decode("ascii")
+                if utf8
+                else raw.decode(json.detect_encoding(raw), "surrogatepass")
+            )
         elif raw.startswith("\ufeff"):
             raise ValueError("a byte order mark before a JSON text")  # as json.loads refuses
         data = _DECODER.decode(raw)

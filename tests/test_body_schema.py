@@ -49,6 +49,16 @@ def test_a_body_that_keeps_the_schema_reads_by_type() -> None:
 
 
 @pytest.mark.parametrize(
+    "encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"]
+)
+def test_a_body_reads_in_every_encoding_json_detects(encoding: str) -> None:
+    # Plain ASCII text in UTF-16 or UTF-32 is all ASCII bytes too, with NULs between them.
+    text = '{"shape": "s", "tags": ["a", "b"]}'
+    body = SCHEMA.parse(text.encode(encoding))
+    assert (body.string("shape"), body.string_list("tags")) == ("s", ["a", "b"])
+
+
+@pytest.mark.parametrize(
     ("raw", "problem"),
     [
         (b'{"count": 1}', {"shape": "is required"}),

@@ -229,11 +229,14 @@ async def read_bytes(request: web.Request, limit: int) -> bytes:
     aiohttp's own cap, before any check); a 400 when it cannot be read as sent, e.g.
     ``Content-Encoding: gzip`` on bytes that are not gzip. Either refusal closes the
     connection: the rest of the body is never read."""
-    if request.content_length is not None and request.content_length > limit:
+    declared = request.content_length
+    if declared is not None and declared > limit:
         raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
     body = bytearray()
+    content = request.content
     try:
-        async for chunk in request.content.iter_any():
+        # What ``async for chunk in content.iter_any()`` reads, without its iterator object.
+        while chunk := await content.readany():
             body += chunk
             if len(body) > limit:
                 raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
@@ -245,9 +248,12 @@ async def read_bytes(request: web.Request, limit: int) -> bytes:
     return bytes(body)
 
 
-async def read_raw_body(request: web.Request) -> bytes:
-    """The body's bytes, capped at ``config.max_json_bytes`` (413 beyond it)."""
-    return await read_bytes(request, fake_of(request).config.max_json_bytes)
+def read_raw_body(request: web.Request) -> Awaitable[bytes]:
+    """The body's bytes, capped at ``config.max_json_bytes`` (413 beyond it), to await.
+
+    Not a coroutine itself: it hands back :func:`read_bytes`'s, one coroutine less per body.
+    """
+    return read_bytes(request, fake_of(request).config.max_json_bytes)
 
 
 #: How often a request that waits looks whether its client is still there (real time: a client
