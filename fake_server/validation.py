@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -102,8 +102,9 @@ def parse_json(raw: bytes | str) -> Any:
     try:
         if isinstance(raw, bytes):
             # ASCII without a NUL byte is not UTF-16 or UTF-32 (and a BOM is not ASCII): what
-            # json.detect_encoding would answer, UTF-8, without asking it.
-            utf8 = plain and b"\x00" not in raw
+            # json.detect_encoding would answer, UTF-8, without asking it. (The NUL as an int:
+            # a plain memchr, an eighth of the cost of searching for b"\x00".)
+            utf8 = plain and 0 not in raw
             raw = (
                 raw.decode("ascii")
                 if utf8
@@ -290,17 +291,22 @@ def _number_check(schema: Mapping[str, Any]) -> _Check:
     return check
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and "\x00" not in value
+def _all_text(values: Iterable[Any]) -> bool:
+    """Whether every value is a string without NUL: str.join refuses anything but strings, so
+    the check runs at C speed instead of one call per value."""
+    try:
+        return "\x00" not in "".join(values)
+    except TypeError:
+        return False
 
 
 def _list_check(name: str, value: Any) -> None:
-    if not isinstance(value, list) or not all(_is_text(item) for item in value):
+    if not isinstance(value, list) or not _all_text(value):
         raise ApiError.invalid(name, "must be a list of strings")
 
 
 def _map_check(name: str, value: Any) -> None:
-    if not isinstance(value, dict) or not all(_is_text(item) for item in value.values()):
+    if not isinstance(value, dict) or not _all_text(value.values()):
         raise ApiError.invalid(name, "must be an object of strings")
 
 
