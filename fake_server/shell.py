@@ -52,7 +52,7 @@ from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
-from fake_server.result_cache import CacheKey, Recorder, ResultCache  # noqa: E402
+from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -413,28 +413,19 @@ class Shell:
             self.results.put(key, stdout, stderr, status)
         return status
 
-    def replay(
-        self,
-        cmd: str,
-        args: list[str],
-        env: dict[str, str],
-        stdout: OutputSink,
-        stderr: OutputSink,
-    ) -> int | None:
-        """The exit status of a command run with its stdin closed and no terminal (a buffered
-        exec) whose result is known (a probe such as ``echo ok`` run before: see
-        :mod:`fake_server.result_cache`), its output written to the sinks at once; None when it
-        has to run. No invocation, no task, no interpreter: the hot path of pollers.
+    def known_result(self, cmd: str, args: list[str], env: dict[str, str]) -> CachedResult | None:
+        """What a command run with its stdin closed and no terminal (a buffered exec) answered
+        before, when its result is known (a probe such as ``echo ok``: see
+        :mod:`fake_server.result_cache`); None when it has to run. No invocation, no task, no
+        interpreter: the hot path of pollers.
 
         Example::
 
-            status = shell.replay("echo", ["ok"], env, stdout, stderr)
-            if status is None:
-                status = await shell.run(Invocation("echo", ["ok"], fs=fs, env=env, ...))
+            known = shell.known_result("echo", ["ok"], env)
+            status = known.replay(stdout, stderr) if known else await shell.run(invocation)
         """
         key = self._cache_key(self._plan_of(cmd, args), env)
-        cached = None if key is None else self.results.get(key)
-        return None if cached is None else cached.replay(stdout, stderr)
+        return None if key is None else self.results.get(key)
 
     def _cache_key(
         self, plan: _Plan, env: dict[str, str], *, interactive: bool = False

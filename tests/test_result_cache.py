@@ -136,15 +136,16 @@ def test_long_or_unparsable_scripts_do_not_qualify() -> None:
     assert cache.key("echo fine", {}) is not None
 
 
-async def test_a_buffered_exec_replays_until_a_command_shadows_the_probe(h: Harness) -> None:
+async def test_a_buffered_exec_finds_the_result_until_a_command_shadows_the_probe(
+    h: Harness,
+) -> None:
     await h.sh("echo ok")
-    out, err = BufferSink(), BufferSink()
-    assert h.shell.replay("/bin/bash", ["-lc", "echo ok"], {}, out, err) == 0
-    assert (out.getvalue(), err.getvalue()) == (b"ok\n", b"")
-    # The registry is read live: a command registered later is seen by the next replay.
+    known = h.shell.known_result("/bin/bash", ["-lc", "echo ok"], {})
+    assert known is not None
+    assert (known.stdout, known.stderr, known.status) == (b"ok\n", b"", 0)
+    # The registry is read live: a command registered later is seen by the next look-up.
     h.registry.register("echo", lambda ctx, args: 0)
-    assert h.shell.replay("/bin/bash", ["-lc", "echo ok"], {}, BufferSink(), BufferSink()) is None
-    assert h.shell.replay("/bin/bash", ["-lc", "echo other"], {}, out, err) is None
+    assert h.shell.known_result("/bin/bash", ["-lc", "echo ok"], {}) is None
 
 
 def test_an_argv_is_planned_once_while_short_enough_to_key(h: Harness) -> None:
