@@ -59,6 +59,34 @@ def test_a_body_reads_in_every_encoding_json_detects(encoding: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("raw", "shape"),
+    [
+        (b' \t\r\n{"shape": "s"}\n ', "s"),  # JSON's four whitespace characters
+        (b'{"shape": "a\\\\b\\n"}', "a\\b\n"),  # escapes, none of them \u
+        (b'{"shape": "caf\\u00e9"}', "caf\u00e9"),
+    ],
+)
+def test_json_around_and_inside_the_document(raw: bytes, shape: str) -> None:
+    assert SCHEMA.parse(raw).string("shape") == shape
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"shape": "s"} x', errors.INVALID_JSON),
+        (b'{"shape": "s"} {}', errors.INVALID_JSON),
+        (b'\x0c{"shape": "s"}', errors.INVALID_JSON),  # a form feed is not JSON whitespace
+        (b'{"shape": "s"}\xc2\xa0', errors.INVALID_JSON),
+        (b'{"shape": "\\ud800"}', errors.JSON_NOT_TEXT),
+    ],
+)
+def test_what_is_not_one_json_text_is_refused(raw: bytes, message: str) -> None:
+    with pytest.raises(ApiError) as refused:
+        SCHEMA.parse(raw)
+    assert (refused.value.status, refused.value.message) == (400, message)
+
+
+@pytest.mark.parametrize(
     ("raw", "problem"),
     [
         (b'{"count": 1}', {"shape": "is required"}),
