@@ -201,7 +201,9 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                 ApiError(500, "internal error in the fake").envelope(), 500
             )
         finally:
-            if response is not None and not response.prepared and _client_left(request):
+            # Read once: nothing below sends the answer (a stream has sent its headers).
+            prepared = response is not None and response.prepared
+            if response is not None and not prepared and _client_left(request):
                 # The fake answered, but nobody is there to read it: say so, rather than
                 # show a status the client never got.
                 detail = CLIENT_LEFT
@@ -222,7 +224,7 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                 )
         if response is None:  # dropped: the connection is gone, aiohttp sends nothing
             return web.Response(status=499)
-        if not response.prepared:
+        if not prepared:
             response.headers["X-Request-ID"] = request_id
         return response
 

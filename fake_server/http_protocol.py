@@ -60,7 +60,10 @@ class _HardenedRequestHandler(RequestHandler):
         self._await_headers()
 
     def data_received(self, data: bytes) -> None:
-        super().data_received(data)
+        # Called on every packet: the base class named directly costs less than super().
+        RequestHandler.data_received(self, data)
+        if self._messages:  # a request's headers are complete (the usual packet): not waiting
+            return
         stale = self._header_deadline is None or self._header_deadline_count != self._request_count
         if stale and self._waiting_for_headers():
             self._await_headers()  # the start of a next request on a kept-alive connection

@@ -15,7 +15,7 @@ it lives.
 
 Example::
 
-    cache = ResultCache(registry.get)
+    cache = ResultCache(registry.names())
     key = cache.key("echo ok", env)
     if key is not None and (hit := cache.get(key)) is not None:
         hit.replay(stdout_sink, stderr_sink)
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from fake_server.streams import OutputSink
@@ -79,13 +79,13 @@ class Recorder:
 class ResultCache:
     """A bounded LRU of qualifying scripts' results, keyed by script and environment.
 
-    ``registered`` looks up a command the fake's users registered by name (None if there is
-    none): a script calling one never qualifies, even where it shadows a builtin.
+    ``registered`` holds the names of the commands the fake's users registered (a live view of
+    them): a script calling one never qualifies, even where it shadows a builtin.
     """
 
     def __init__(
         self,
-        registered: Callable[[str], object | None],
+        registered: Set[str],
         *,
         entries: int = 256,
         max_script: int = 4096,
@@ -96,9 +96,9 @@ class ResultCache:
         self.max_script = max_script
         self.max_output = max_output
         self._results: OrderedDict[CacheKey, CachedResult] = OrderedDict()
-        #: Recent scripts' builtins, or None for one that does not qualify (a poller sends the
+        #: Recent scripts' builtins, empty for one that does not qualify (a poller sends the
         #: same text again and again: it is scanned once).
-        self._scanned: dict[str, frozenset[str] | None] = {}
+        self._scanned: dict[str, frozenset[str]] = {}
         #: Replays so far (for tests and benchmarks).
         self.hits = 0
 
@@ -106,13 +106,12 @@ class ResultCache:
         """The cache key of ``script`` run with ``env``, or None when it does not qualify."""
         if len(script) > self.max_script:
             return None
-        if script in self._scanned:
-            builtins = self._scanned[script]
-        else:
+        builtins = self._scanned.get(script)
+        if builtins is None:
             if len(self._scanned) >= self.entries * 4:
                 self._scanned.clear()
             builtins = self._scanned[script] = self._builtins_of(script)
-        if builtins is None or any(self.registered(name) is not None for name in builtins):
+        if not builtins or not self.registered.isdisjoint(builtins):
             return None
         return script, tuple(env.items())
 
@@ -143,15 +142,15 @@ class ResultCache:
         self._scanned.clear()
 
     @staticmethod
-    def _builtins_of(script: str) -> frozenset[str] | None:
-        """The output-only builtins a script calls, or None when its text does not qualify
+    def _builtins_of(script: str) -> frozenset[str]:
+        """The output-only builtins a script calls, none when its text does not qualify
         (whether one of them is shadowed by a registered command is checked on each use)."""
         commands: list[list[str]] = [[]]
         position = 0
         while position < len(script):
             token = _TOKEN.match(script, position)
             if token is None:
-                return None
+                return frozenset()
             separator, word = token.groups()
             if separator is not None:
                 commands.append([])
@@ -160,10 +159,10 @@ class ResultCache:
             position = token.end()
         commands = [command for command in commands if command]
         if not commands:
-            return None
+            return frozenset()
         for name, *args in commands:
             if name not in OUTPUT_ONLY:
-                return None
+                return frozenset()
             if name == "printf" and any("%(" in word for word in args):  # %(...)T: the clock
-                return None
+                return frozenset()
         return frozenset(command[0] for command in commands)

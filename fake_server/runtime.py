@@ -95,8 +95,7 @@ class Runtime:
     # -- exec -------------------------------------------------------------------------------
 
     def _environment(self, sandbox: Sandbox, overrides: dict[str, str]) -> dict[str, str]:
-        undeclared = sorted(set(overrides) - set(sandbox.envs))
-        if undeclared:
+        if not overrides.keys() <= sandbox.envs.keys():
             raise ApiError.invalid("env", errors.ENV_UNDECLARED)
         return {**sandbox.envs, **overrides}
 
@@ -110,6 +109,13 @@ class Runtime:
         env = self._environment(sandbox, spec.env)
         self._on_activity(sandbox)
         cap = self.config.exec_output_cap_bytes
+        started = self.clock.now()
+        result: dict[str, Any] = {}
+        # A probe run before is answered from what it answered, before anything a run needs
+        # is built; when that fits the cap (stdout and stderr share it), as it is.
+        known = self.shell.known_result(spec.cmd, spec.args, env)
+        if known is not None and len(known.stdout) + len(known.stderr) <= cap:
+            return self._answer(known.stdout, known.stderr, known.status, result, started)
         command: asyncio.Future[int] | None = None
 
         def stop_command() -> None:  # the cap stops a command that runs (a replay just ends)
@@ -118,6 +124,10 @@ class Runtime:
 
         stdout = CappedSink(cap, on_overflow=stop_command)
         stderr = stdout.sibling()
+        if known is not None:  # past the cap: cut as a run's output would be
+            known.replay(stdout, stderr)
+            result["error"] = errors.EXEC_OUTPUT_TOO_LARGE.format(cap=cap)
+            return self._answer(stdout.getvalue(), stderr.getvalue(), 1, result, started)
         invocation = Invocation(
             spec.cmd,
             spec.args,
@@ -130,14 +140,6 @@ class Runtime:
             hostname=sandbox.name,
             mounts=self._mounts_of(sandbox),
         )
-        started = self.clock.now()
-        result: dict[str, Any] = {}
-        replayed = self.shell.replay(invocation)
-        if replayed is not None:  # a probe run before: answered without a task
-            if stdout.overflowed:
-                replayed = 1
-                result["error"] = errors.EXEC_OUTPUT_TOO_LARGE.format(cap=cap)
-            return self._answer(stdout, stderr, replayed, result, started)
         command = asyncio.ensure_future(self.shell.run(invocation))
         running = self._execs.setdefault(sandbox.id, set())
         running.add(command)
@@ -158,19 +160,14 @@ class Runtime:
             self._stopped.discard(command)
             if not running:
                 self._execs.pop(sandbox.id, None)
-        return self._answer(stdout, stderr, code, result, started)
+        return self._answer(stdout.getvalue(), stderr.getvalue(), code, result, started)
 
     def _answer(
-        self,
-        stdout: CappedSink,
-        stderr: CappedSink,
-        code: int,
-        extra: dict[str, Any],
-        started: float,
+        self, stdout: bytes, stderr: bytes, code: int, extra: dict[str, Any], started: float
     ) -> dict[str, Any]:
         result = {
-            "stdout": stdout.getvalue().decode("utf-8", "replace"),
-            "stderr": stderr.getvalue().decode("utf-8", "replace"),
+            "stdout": stdout.decode("utf-8", "replace"),
+            "stderr": stderr.decode("utf-8", "replace"),
             "exit_code": code,
             **extra,
         }

@@ -42,7 +42,7 @@ import inspect  # noqa: E402
 import posixpath  # noqa: E402
 import re  # noqa: E402
 import shlex  # noqa: E402
-from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
+from collections.abc import Awaitable, Callable, KeysView, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -52,7 +52,7 @@ from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
-from fake_server.result_cache import CacheKey, Recorder, ResultCache  # noqa: E402
+from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -77,6 +77,8 @@ STOP_GRACE_S = 5.0
 RUN_OUTPUT_LIMIT = 10 << 20
 #: Loop turns that let a stopped interpreter's last scheduled callbacks run and end.
 _DRAIN_TURNS = 3
+#: Plans a shell keeps by argv (see Shell._plan_of); all are forgotten when it is full.
+_PLANS_KEPT = 1024
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
 SHELLS = frozenset({"bash", "sh", "dash"})
 _SUGGESTION_HINT = b". Did you mean: "
@@ -144,6 +146,10 @@ class CommandRegistry:
 
     def get(self, name: str) -> CommandHandler | None:
         return self._handlers.get(name)
+
+    def names(self) -> KeysView[str]:
+        """The registered names, as a live view: it follows later registrations."""
+        return self._handlers.keys()
 
     def items(self) -> list[tuple[str, CommandHandler]]:
         return list(self._handlers.items())
@@ -309,7 +315,9 @@ class Shell:
         self.limits = limits or ShellLimits()
         self.network = network or Network()
         #: What scripts that depend only on their text answered (probes skip the interpreter).
-        self.results = ResultCache(registry.get)
+        self.results = ResultCache(registry.names())
+        #: Plans by argv (see _plan_of).
+        self._plans: dict[tuple[str, ...], _Plan] = {}
         #: The tasks running an invocation now (see wait_idle).
         self._running: set[asyncio.Task[Any]] = set()
         #: Executions told to stop that have not ended yet (see execute).
@@ -403,8 +411,9 @@ class Shell:
 
             status = await shell.run(Invocation("/bin/cat", ["/etc/os-release"], fs=fs))
         """
-        plan = _plan(invocation.cmd, invocation.args)
-        key = self._cache_key(invocation, plan)
+        plan = self._plan_of(invocation.cmd, invocation.args)
+        interactive = invocation.terminal is not None or invocation.live_stdin
+        key = self._cache_key(plan, invocation.env, interactive=interactive)
         env = {**BASE_ENV, **invocation.env}
         if invocation.terminal is not None:
             env.setdefault("TERM", "xterm-256color")
@@ -437,28 +446,44 @@ class Shell:
             self.results.put(key, stdout, stderr, status)
         return status
 
-    def replay(self, invocation: Invocation) -> int | None:
-        """The exit status of an invocation whose result is known (a probe such as ``echo ok``
-        run before: see :mod:`fake_server.result_cache`), its output written to its sinks at
-        once; None when it has to run. No task, no interpreter: the hot path of pollers.
+    def known_result(self, cmd: str, args: list[str], env: dict[str, str]) -> CachedResult | None:
+        """What a command run with its stdin closed and no terminal (a buffered exec) answered
+        before, when its result is known (a probe such as ``echo ok``: see
+        :mod:`fake_server.result_cache`); None when it has to run. No invocation, no task, no
+        interpreter: the hot path of pollers.
 
         Example::
 
-            status = shell.replay(invocation)
-            if status is None:
-                status = await shell.run(invocation)
+            known = shell.known_result("echo", ["ok"], env)
+            status = known.replay(stdout, stderr) if known else await shell.run(invocation)
         """
-        key = self._cache_key(invocation, _plan(invocation.cmd, invocation.args))
-        cached = None if key is None else self.results.get(key)
-        return None if cached is None else cached.replay(invocation.stdout, invocation.stderr)
+        key = self._cache_key(self._plan_of(cmd, args), env)
+        return None if key is None else self.results.get(key)
 
-    def _cache_key(self, invocation: Invocation, plan: _Plan) -> CacheKey | None:
-        """The invocation's result-cache key, or None when its result may differ from one run
-        to the next (see :mod:`fake_server.result_cache`)."""
-        if plan.repl or invocation.terminal is not None or invocation.live_stdin:
+    def _cache_key(
+        self, plan: _Plan, env: dict[str, str], *, interactive: bool = False
+    ) -> CacheKey | None:
+        """The result-cache key of running ``plan`` with ``env``, or None when its result may
+        differ from one run to the next (see :mod:`fake_server.result_cache`): a REPL, or a
+        command that reads live stdin or a terminal."""
+        if plan.repl or interactive:
             return None
         # BASE_ENV is the same for every run: the invocation's own variables tell runs apart.
-        return self.results.key(plan.script, invocation.env)
+        return self.results.key(plan.script, env)
+
+    def _plan_of(self, cmd: str, args: list[str]) -> _Plan:
+        """``_plan(cmd, args)``, kept by argv: a poller sends the same argv again and again,
+        and quoting it costs more than the rest of a replay. Only argv short enough for the
+        result cache to key are kept, at most ``_PLANS_KEPT`` of them."""
+        argv = (cmd, *args)
+        plan = self._plans.get(argv)
+        if plan is None:
+            plan = _plan(cmd, args)
+            if sum(map(len, argv)) <= self.results.max_script:
+                if len(self._plans) >= _PLANS_KEPT:
+                    self._plans.clear()
+                self._plans[argv] = plan
+        return plan
 
     @property
     def running(self) -> int:

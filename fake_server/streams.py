@@ -189,9 +189,13 @@ class CappedSink:
 
     def write(self, data: bytes) -> None:
         room = self._budget[0]
+        if len(data) <= room:  # the usual write: all of it fits
+            self._data += data
+            self._budget[0] = room - len(data)
+            return
         self._data += data[:room]
-        self._budget[0] = max(0, room - len(data))
-        if len(data) > room and not self._overflowed[0]:
+        self._budget[0] = 0
+        if not self._overflowed[0]:
             self._overflowed[0] = True
             if self._on_overflow is not None:
                 self._on_overflow()

@@ -49,6 +49,44 @@ def test_a_body_that_keeps_the_schema_reads_by_type() -> None:
 
 
 @pytest.mark.parametrize(
+    "encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"]
+)
+def test_a_body_reads_in_every_encoding_json_detects(encoding: str) -> None:
+    # Plain ASCII text in UTF-16 or UTF-32 is all ASCII bytes too, with NULs between them.
+    text = '{"shape": "s", "tags": ["a", "b"]}'
+    body = SCHEMA.parse(text.encode(encoding))
+    assert (body.string("shape"), body.string_list("tags")) == ("s", ["a", "b"])
+
+
+@pytest.mark.parametrize(
+    ("raw", "shape"),
+    [
+        (b' \t\r\n{"shape": "s"}\n ', "s"),  # JSON's four whitespace characters
+        (b'{"shape": "a\\\\b\\n"}', "a\\b\n"),  # escapes, none of them \u
+        (b'{"shape": "caf\\u00e9"}', "caf\u00e9"),
+    ],
+)
+def test_json_around_and_inside_the_document(raw: bytes, shape: str) -> None:
+    assert SCHEMA.parse(raw).string("shape") == shape
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"shape": "s"} x', errors.INVALID_JSON),
+        (b'{"shape": "s"} {}', errors.INVALID_JSON),
+        (b'\x0c{"shape": "s"}', errors.INVALID_JSON),  # a form feed is not JSON whitespace
+        (b'{"shape": "s"}\xc2\xa0', errors.INVALID_JSON),
+        (b'{"shape": "\\ud800"}', errors.JSON_NOT_TEXT),
+    ],
+)
+def test_what_is_not_one_json_text_is_refused(raw: bytes, message: str) -> None:
+    with pytest.raises(ApiError) as refused:
+        SCHEMA.parse(raw)
+    assert (refused.value.status, refused.value.message) == (400, message)
+
+
+@pytest.mark.parametrize(
     ("raw", "problem"),
     [
         (b'{"count": 1}', {"shape": "is required"}),
@@ -62,7 +100,10 @@ def test_a_body_that_keeps_the_schema_reads_by_type() -> None:
         (b'{"shape": "s", "ratio": 2}', {"ratio": "must be at most 1"}),
         (b'{"shape": "s", "ratio": "1"}', {"ratio": "must be a number"}),
         (b'{"shape": "s", "tags": ["a", 1]}', {"tags": "must be a list of strings"}),
+        (b'{"shape": "s", "tags": ["a", "b\\u0000"]}', {"tags": "must be a list of strings"}),
+        (b'{"shape": "s", "tags": [["a"]]}', {"tags": "must be a list of strings"}),
         (b'{"shape": "s", "env": {"A": 1}}', {"env": "must be an object of strings"}),
+        (b'{"shape": "s", "env": {"A": "\\u0000"}}', {"env": "must be an object of strings"}),
         (b'{"shape": "s", "env": {"1A": "x"}}', {"env": errors.ENV_NAME_INVALID}),
         (b'{"shape": "s", "hostid": "h"}', {"hostid": "unknown field"}),
     ],

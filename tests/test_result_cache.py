@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fake_server.result_cache import Recorder, ResultCache
-from fake_server.shell import CommandContext, CommandRegistry, ShellLimits
+from fake_server.shell import _PLANS_KEPT, CommandContext, CommandRegistry, ShellLimits
 from fake_server.streams import BufferSink
 from tests.test_shell import Harness
 
@@ -117,7 +117,7 @@ async def test_the_environment_is_part_of_the_key(h: Harness) -> None:
 
 
 def test_the_cache_keeps_the_most_recent_entries() -> None:
-    cache = ResultCache(CommandRegistry().get, entries=2)
+    cache = ResultCache(CommandRegistry().names(), entries=2)
     keys = [cache.key(f"echo {n}", {}) for n in range(3)]
     for key in keys:
         assert key is not None
@@ -130,7 +130,33 @@ def test_the_cache_keeps_the_most_recent_entries() -> None:
 
 
 def test_long_or_unparsable_scripts_do_not_qualify() -> None:
-    cache = ResultCache(CommandRegistry().get, max_script=16)
+    cache = ResultCache(CommandRegistry().names(), max_script=16)
     assert cache.key("echo " + "x" * 20, {}) is None
     assert cache.key("echo 'unterminated", {}) is None
     assert cache.key("echo fine", {}) is not None
+
+
+async def test_a_buffered_exec_finds_the_result_until_a_command_shadows_the_probe(
+    h: Harness,
+) -> None:
+    await h.sh("echo ok")
+    known = h.shell.known_result("/bin/bash", ["-lc", "echo ok"], {})
+    assert known is not None
+    assert (known.stdout, known.stderr, known.status) == (b"ok\n", b"", 0)
+    # The registry is read live: a command registered later is seen by the next look-up.
+    h.registry.register("echo", lambda ctx, args: 0)
+    assert h.shell.known_result("/bin/bash", ["-lc", "echo ok"], {}) is None
+
+
+def test_an_argv_is_planned_once_while_short_enough_to_key(h: Harness) -> None:
+    assert h.shell._plan_of("echo", ["hi"]) is h.shell._plan_of("echo", ["hi"])
+    long = "x" * h.shell.results.max_script
+    first, again = h.shell._plan_of("echo", [long]), h.shell._plan_of("echo", [long])
+    assert first == again
+    assert first is not again  # too long to key: never kept
+
+
+def test_kept_plans_are_bounded(h: Harness) -> None:
+    for n in range(_PLANS_KEPT + 1):
+        h.shell._plan_of("echo", [str(n)])
+    assert 0 < len(h.shell._plans) <= _PLANS_KEPT

@@ -371,6 +371,18 @@ async def test_a_replayed_probe_beyond_the_cap_is_cut_like_a_run(
     assert "output limit" in result["error"]
 
 
+async def test_a_replayed_probe_that_just_fits_the_cap_is_answered_whole(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake, client, sandbox_id = await serve(aiohttp_client, exec_output_cap_bytes=6)
+    exec_ = f"/v1/sandboxes/{sandbox_id}/exec"
+    probe = {"cmd": "echo", "args": ["hello"]}  # six bytes: the cap exactly
+    first = (await data_of(await client.post(exec_, json=probe)))["result"]
+    replayed = (await data_of(await client.post(exec_, json=probe)))["result"]
+    assert fake.runtime.shell.results.hits == 1
+    assert replayed == first == {"stdout": "hello\n", "stderr": "", "exit_code": 0}
+
+
 async def test_step_budget_ends_a_runaway_loop(aiohttp_client: ClientFactory) -> None:
     _, client, sandbox_id = await serve(aiohttp_client, max_commands=1000)
     result = await sh(client, sandbox_id, "while true; do :; done")

@@ -15,6 +15,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from fake_server import errors
 from fake_server.api_schema import Operation, integer, query
 from fake_server.errors import ApiError
+from fake_server.lifecycle import Status
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.tenants import Tenant
 from fake_server.validation import Body, BodySchema, query_int
@@ -133,7 +134,7 @@ def envelope_response(
 
 def ok(data: Any) -> web.Response:
     """A 200 JSend success."""
-    return envelope_response({"status": "success", "data": data})
+    return json_response(encode({"status": "success", "data": data}))
 
 
 def paginated(items: list[Any], *, total: int, limit: int, offset: int) -> dict[str, Any]:
@@ -206,8 +207,8 @@ def sandbox_of(request: web.Request) -> Sandbox:
     """The sandbox named by ``{id}`` in the caller's tenant (404 otherwise); a deleted one
     answers 404 too when the fake is configured so."""
     sandbox = tenant_of(request).get(request.match_info["id"])
-    fake = fake_of(request)
-    if fake.config.deleted == "404" and sandbox.status.value == "destroyed":
+    # The status first: it settles the question for every sandbox but a destroyed one.
+    if sandbox.status is Status.DESTROYED and fake_of(request).config.deleted == "404":
         raise ApiError(404, errors.SANDBOX_NOT_FOUND)
     return sandbox
 
@@ -228,11 +229,14 @@ async def read_bytes(request: web.Request, limit: int) -> bytes:
     aiohttp's own cap, before any check); a 400 when it cannot be read as sent, e.g.
     ``Content-Encoding: gzip`` on bytes that are not gzip. Either refusal closes the
     connection: the rest of the body is never read."""
-    if request.content_length is not None and request.content_length > limit:
+    declared = request.content_length
+    if declared is not None and declared > limit:
         raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
     body = bytearray()
+    content = request.content
     try:
-        async for chunk in request.content.iter_any():
+        # What ``async for chunk in content.iter_any()`` reads, without its iterator object.
+        while chunk := await content.readany():
             body += chunk
             if len(body) > limit:
                 raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
@@ -244,9 +248,12 @@ async def read_bytes(request: web.Request, limit: int) -> bytes:
     return bytes(body)
 
 
-async def read_raw_body(request: web.Request) -> bytes:
-    """The body's bytes, capped at ``config.max_json_bytes`` (413 beyond it)."""
-    return await read_bytes(request, fake_of(request).config.max_json_bytes)
+def read_raw_body(request: web.Request) -> Awaitable[bytes]:
+    """The body's bytes, capped at ``config.max_json_bytes`` (413 beyond it), to await.
+
+    Not a coroutine itself: it hands back :func:`read_bytes`'s, one coroutine less per body.
+    """
+    return read_bytes(request, fake_of(request).config.max_json_bytes)
 
 
 #: How often a request that waits looks whether its client is still there (real time: a client
