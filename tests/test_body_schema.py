@@ -58,6 +58,15 @@ def test_a_body_reads_in_every_encoding_json_detects(encoding: str) -> None:
     assert (body.string("shape"), body.string_list("tags")) == ("s", ["a", "b"])
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_a_lone_surrogate_escape_is_refused_in_every_encoding(encoding: str) -> None:
+    # In UTF-16 and UTF-32 the bytes of "\u" have NULs between them: a search for b"\\u"
+    # finds nothing, and the body must still be walked (regression: it was taken as plain).
+    with pytest.raises(ApiError) as refused:
+        SCHEMA.parse('{"shape": "\\ud800"}'.encode(encoding))
+    assert (refused.value.status, refused.value.message) == (400, errors.JSON_NOT_TEXT)
+
+
 @pytest.mark.parametrize(
     ("raw", "shape"),
     [
