@@ -70,12 +70,19 @@ async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> Non
         await asyncio.sleep(0.001)
 
 
-async def create_sandbox(client: TestClient[Any, Any], **fields: Any) -> dict[str, Any]:
-    """Create a sandbox and return its ``data``."""
-    response = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", **fields})
+async def data_of(response: Any) -> Any:
+    """The ``data`` of a successful answer (its body in the assertion when it is not one)."""
     body = await response.json()
     assert response.status == 200, body
-    data: dict[str, Any] = body["data"]
+    assert body["status"] == "success", body
+    return body["data"]
+
+
+async def create_sandbox(client: TestClient[Any, Any], **fields: Any) -> dict[str, Any]:
+    """Create a sandbox and return its ``data``."""
+    data: dict[str, Any] = await data_of(
+        await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", **fields})
+    )
     return data
 
 

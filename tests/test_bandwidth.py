@@ -4,13 +4,11 @@ another tenant's sandbox before any credit check."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from fake_server import FakeCreateOS
 from fake_server.errors import ApiError
-from tests.conftest import Client, ClientFactory, create_sandbox
+from tests.conftest import Client, ClientFactory, create_sandbox, data_of
 from tests.test_api_sandboxes import expect_error
 
 CREDIT = "/_fake/tenant/credit"
@@ -20,17 +18,11 @@ def _recharge(sandbox_id: str) -> str:
     return f"/v1/sandboxes/{sandbox_id}/bandwidth/recharge"
 
 
-async def _data(response: Any) -> Any:
-    body = await response.json()
-    assert response.status == 200, body
-    return body["data"]
-
-
 async def test_recharge_is_a_no_op_on_an_unmetered_sandbox(client: Client) -> None:
     sandbox_id = (await create_sandbox(client))["id"]
-    before = await _data(await client.get(f"/v1/sandboxes/{sandbox_id}/bandwidth"))
+    before = await data_of(await client.get(f"/v1/sandboxes/{sandbox_id}/bandwidth"))
     assert before["quota_bytes"] == -1
-    after = await _data(await client.post(_recharge(sandbox_id), json={"add_bytes": 1 << 30}))
+    after = await data_of(await client.post(_recharge(sandbox_id), json={"add_bytes": 1 << 30}))
     assert after == before
     for bad in ({}, {"add_bytes": 0}, {"add_bytes": -5}, {"add_bytes": "1"}, {"bytes": 1}):
         await expect_error(await client.post(_recharge(sandbox_id), json=bad), 400)
@@ -40,11 +32,11 @@ async def test_no_credit_answers_402_and_credit_restores_it(
     fake: FakeCreateOS, api_key: str, client: Client
 ) -> None:
     sandbox_id = (await create_sandbox(client))["id"]
-    assert await _data(await client.get(CREDIT)) == {
+    assert await data_of(await client.get(CREDIT)) == {
         "tenant": fake.tenant(api_key).id,
         "has_credit": True,
     }
-    off = await _data(await client.put(CREDIT, json={"has_credit": False}))
+    off = await data_of(await client.put(CREDIT, json={"has_credit": False}))
     assert off["has_credit"] is False
     await expect_error(
         await client.post(_recharge(sandbox_id), json={"add_bytes": 10}), 402, "credit"

@@ -11,7 +11,7 @@ import pytest
 
 from fake_server import FakeCreateOS, ServerConfig
 from fake_server.lifecycle import Status
-from tests.conftest import Client, ClientFactory, create_sandbox
+from tests.conftest import Client, ClientFactory, create_sandbox, data_of
 from tests.test_api_runtime import run
 from tests.test_api_sandboxes import expect_error
 
@@ -30,17 +30,10 @@ def disk_body(name: str = "data", **changes: Any) -> dict[str, Any]:
 
 
 async def create_disk(client: Client, name: str = "data", **changes: Any) -> dict[str, Any]:
-    response = await client.post("/v1/disks", json=disk_body(name, **changes))
-    body = await response.json()
-    assert response.status == 200, body
-    data: dict[str, Any] = body["data"]
+    data: dict[str, Any] = await data_of(
+        await client.post("/v1/disks", json=disk_body(name, **changes))
+    )
     return data
-
-
-async def _data(response: Any) -> Any:
-    body = await response.json()
-    assert response.status == 200, body
-    return body["data"]
 
 
 async def attach(client: Client, sandbox_id: str, disk: str, mount_path: str) -> Any:
@@ -59,19 +52,19 @@ async def test_create_get_list_patch_delete(client: Client) -> None:
         "config": CONFIG,
         "created_at": disk["created_at"],
     }
-    assert await _data(await client.get("/v1/disks/data")) == disk
-    assert await _data(await client.get(f"/v1/disks/{disk['id']}")) == disk
+    assert await data_of(await client.get("/v1/disks/data")) == disk
+    assert await data_of(await client.get(f"/v1/disks/{disk['id']}")) == disk
     await create_disk(client, "more")
-    listed = await _data(await client.get("/v1/disks", params={"limit": "1"}))
+    listed = await data_of(await client.get("/v1/disks", params={"limit": "1"}))
     assert [d["name"] for d in listed["data"]] == ["data"]
     assert listed["pagination"] == {"total": 2, "limit": 1, "offset": 0, "count": 1}
     rotated = await client.patch(
         "/v1/disks/data", json={"credentials": {"access_key": "A2", "secret_key": "S2"}}
     )
-    assert await _data(rotated) == disk
+    assert await data_of(rotated) == disk
     await expect_error(await client.patch("/v1/disks/data", json={"name": "x"}), 400, "name")
     await expect_error(await client.patch("/v1/disks/data", json={}), 400, "credentials")
-    assert await _data(await client.delete("/v1/disks/data")) == {"deleted": True}
+    assert await data_of(await client.delete("/v1/disks/data")) == {"deleted": True}
     await expect_error(await client.get("/v1/disks/data"), 404, "disk not found")
     await expect_error(await client.delete("/v1/disks/data"), 404, "disk not found")
 
@@ -117,14 +110,14 @@ async def test_attach_list_detach(client: Client) -> None:
     sandbox = await create_sandbox(client)
     base = f"/v1/sandboxes/{sandbox['id']}/disks"
     # The answer names the sandbox: the SDKs check it.
-    assert await _data(await attach(client, sandbox["id"], "data", "/mnt/data")) == {
+    assert await data_of(await attach(client, sandbox["id"], "data", "/mnt/data")) == {
         "id": sandbox["id"]
     }
     await expect_error(await attach(client, sandbox["id"], disk["id"], "/mnt/data/x"), 409, "mount")
     await expect_error(await attach(client, sandbox["id"], "nope", "/mnt/x"), 404, "disk not found")
     await expect_error(await attach(client, sandbox["id"], "data", "relative"), 400, "mount_path")
     await expect_error(await attach(client, sandbox["id"], "data", "/bin"), 400, "mount_path")
-    listed = await _data(await client.get(base))
+    listed = await data_of(await client.get(base))
     assert listed["data"] == [
         {
             "disk_id": disk["id"],
@@ -138,16 +131,16 @@ async def test_attach_list_detach(client: Client) -> None:
     assert listed["pagination"]["total"] == 1
     await expect_error(await client.delete("/v1/disks/data"), 409, "attached")
     detach = f"{base}/data"
-    assert await _data(await client.delete(detach, params={"mount_path": "/elsewhere"})) == {
+    assert await data_of(await client.delete(detach, params={"mount_path": "/elsewhere"})) == {
         "detached": False
     }
-    assert await _data(await client.delete(detach, params={"mount_path": "/mnt/data"})) == {
+    assert await data_of(await client.delete(detach, params={"mount_path": "/mnt/data"})) == {
         "detached": True
     }
-    assert await _data(await client.delete(detach)) == {"detached": False}
+    assert await data_of(await client.delete(detach)) == {"detached": False}
     await expect_error(await client.delete(f"{base}/nope"), 404, "disk not found")
-    assert (await _data(await client.get(base)))["data"] == []
-    assert await _data(await client.delete("/v1/disks/data")) == {"deleted": True}
+    assert (await data_of(await client.get(base)))["data"] == []
+    assert await data_of(await client.delete("/v1/disks/data")) == {"deleted": True}
 
 
 async def test_attach_needs_a_running_sandbox(client: Client) -> None:
@@ -216,9 +209,9 @@ async def test_two_sandboxes_share_a_disk_live(client: Client) -> None:
     response = await client.post(
         f"/v1/sandboxes/{one}/processes", json={"cmd": "cat", "args": ["/data/note"]}
     )
-    process_id = (await _data(response))["process_id"]
+    process_id = (await data_of(response))["process_id"]
     await (await client.get(f"/v1/sandboxes/{one}/processes/{process_id}/wait")).read()
-    view = await _data(await client.get(f"/v1/sandboxes/{one}/processes/{process_id}"))
+    view = await data_of(await client.get(f"/v1/sandboxes/{one}/processes/{process_id}"))
     assert view["exit_code"] == 0
 
 
@@ -228,7 +221,7 @@ async def test_a_create_that_names_disks_mounts_them(fake: FakeCreateOS, client:
         client, disks=[{"disk_id": disk["id"], "mount_path": "/workspace"}]
     )
     await run(client, sandbox["id"], "bash", "-c", "echo hi > /workspace/a")
-    views = (await _data(await client.get(f"/v1/sandboxes/{sandbox['id']}/disks")))["data"]
+    views = (await data_of(await client.get(f"/v1/sandboxes/{sandbox['id']}/disks")))["data"]
     assert [v["mount_path"] for v in views] == ["/workspace"]
     for disks, status, fragment in (
         ([{"disk_id": "nope", "mount_path": "/w"}], 404, "disk not found"),
@@ -273,7 +266,7 @@ async def test_reset_forgets_disks(fake: FakeCreateOS, client: Client) -> None:
     await create_disk(client)
     fake.reset()
     fake.create_tenant("skp_test_owner")
-    assert (await _data(await client.get("/v1/disks")))["data"] == []
+    assert (await data_of(await client.get("/v1/disks")))["data"] == []
 
 
 async def test_a_fork_carries_no_disk_and_a_forced_end_unmounts(
@@ -285,15 +278,15 @@ async def test_a_fork_carries_no_disk_and_a_forced_end_unmounts(
     await attach(client, sandbox, "data", "/mnt/data")
     await run(client, sandbox, "bash", "-c", "echo on-disk > /mnt/data/f")
     await client.post(f"/v1/sandboxes/{sandbox}/pause")
-    child = await _data(await client.post(f"/v1/sandboxes/{sandbox}/fork", json={}))
-    assert (await _data(await client.get(f"/v1/sandboxes/{child['id']}/disks")))["data"] == []
+    child = await data_of(await client.post(f"/v1/sandboxes/{sandbox}/fork", json={}))
+    assert (await data_of(await client.get(f"/v1/sandboxes/{child['id']}/disks")))["data"] == []
     # The fork's mount point is an ordinary empty directory: the files stayed on the disk.
     listing = await run(client, child["id"], "ls", "-A", "/mnt/data")
     assert listing["result"]["stdout"] == ""
     # Destroyed behind the client's back (a state fault): it unmounts and leaves its network.
     fake.state_faults.set_status(fake.find_sandbox(sandbox), Status.DESTROYED)
-    assert (await _data(await client.get("/v1/networks/backend")))["members"] == []
-    assert await _data(await client.delete("/v1/disks/data")) == {"deleted": True}
+    assert (await data_of(await client.get("/v1/networks/backend")))["members"] == []
+    assert await data_of(await client.delete("/v1/disks/data")) == {"deleted": True}
 
 
 async def test_the_control_state_shows_networks_disks_and_credit(
@@ -305,7 +298,7 @@ async def test_the_control_state_shows_networks_disks_and_credit(
     await attach(client, sandbox, "data", "/mnt/data")
     fake.set_credit(api_key, has_credit=False)
     tenant_id = fake.tenant(api_key).id
-    [tenant] = (await _data(await client.get("/_fake/state", params={"tenant": tenant_id})))[
+    [tenant] = (await data_of(await client.get("/_fake/state", params={"tenant": tenant_id})))[
         "tenants"
     ]
     assert tenant["has_credit"] is False

@@ -8,24 +8,14 @@ import asyncio
 from typing import Any
 
 from fake_server import FakeCreateOS
-from tests.conftest import Client, ClientFactory, create_sandbox
+from tests.conftest import Client, ClientFactory, create_sandbox, data_of
 from tests.test_api_sandboxes import expect_error
 
 
 async def create_network(client: Client, name: str = "backend") -> dict[str, Any]:
     """Create a network and return its ``data``."""
-    response = await client.post("/v1/networks", json={"name": name})
-    body = await response.json()
-    assert response.status == 200, body
-    data: dict[str, Any] = body["data"]
+    data: dict[str, Any] = await data_of(await client.post("/v1/networks", json={"name": name}))
     return data
-
-
-async def _data(response: Any) -> Any:
-    body = await response.json()
-    assert response.status == 200, body
-    assert body["status"] == "success"
-    return body["data"]
 
 
 async def test_create_list_get_delete(client: Client) -> None:
@@ -36,13 +26,13 @@ async def test_create_list_get_delete(client: Client) -> None:
     assert made["members"] == []
     assert made["created_at"].endswith("Z")
     await create_network(client, "frontend")
-    listed = await _data(await client.get("/v1/networks", params={"limit": "1", "offset": "1"}))
+    listed = await data_of(await client.get("/v1/networks", params={"limit": "1", "offset": "1"}))
     assert [n["name"] for n in listed["data"]] == ["frontend"]
     assert listed["pagination"] == {"total": 2, "limit": 1, "offset": 1, "count": 1}
     assert "members" not in listed["data"][0]
-    by_name = await _data(await client.get("/v1/networks/backend"))
-    assert by_name == await _data(await client.get(f"/v1/networks/{made['id']}"))
-    assert await _data(await client.delete("/v1/networks/backend")) == {"ok": True}
+    by_name = await data_of(await client.get("/v1/networks/backend"))
+    assert by_name == await data_of(await client.get(f"/v1/networks/{made['id']}"))
+    assert await data_of(await client.delete("/v1/networks/backend")) == {"ok": True}
     await expect_error(await client.get(f"/v1/networks/{made['id']}"), 404, "network not found")
     await expect_error(await client.delete("/v1/networks/backend"), 404, "network not found")
 
@@ -58,9 +48,9 @@ async def test_attach_detach_and_members(client: Client) -> None:
     net = await create_network(client)
     sandbox = await create_sandbox(client)
     path = f"/v1/sandboxes/{sandbox['id']}/networks"
-    assert await _data(await client.post(path, json={"id": "backend"})) == {"ok": True}
-    assert await _data(await client.post(path, json={"id": net["id"]})) == {"ok": True}  # again
-    got = await _data(await client.get("/v1/networks/backend"))
+    assert await data_of(await client.post(path, json={"id": "backend"})) == {"ok": True}
+    assert await data_of(await client.post(path, json={"id": net["id"]})) == {"ok": True}  # again
+    got = await data_of(await client.get("/v1/networks/backend"))
     assert got["member_count"] == 1
     assert got["members"] == [
         {
@@ -73,9 +63,9 @@ async def test_attach_detach_and_members(client: Client) -> None:
     await expect_error(await client.delete("/v1/networks/backend"), 409, "members")
     await expect_error(await client.post(path, json={"id": "nope"}), 404, "network not found")
     await expect_error(await client.post(path, json={}), 400, "id")
-    assert await _data(await client.delete(f"{path}/backend")) == {"ok": True}
+    assert await data_of(await client.delete(f"{path}/backend")) == {"ok": True}
     await expect_error(await client.delete(f"{path}/backend"), 404, "not attached")
-    assert (await _data(await client.get("/v1/networks/backend")))["member_count"] == 0
+    assert (await data_of(await client.get("/v1/networks/backend")))["member_count"] == 0
     await expect_error(
         await client.post("/v1/sandboxes/sb_missing/networks", json={"id": "x"}), 404
     )
@@ -84,11 +74,11 @@ async def test_attach_detach_and_members(client: Client) -> None:
 async def test_a_destroyed_sandbox_leaves_its_networks(client: Client) -> None:
     await create_network(client)
     sandbox = await create_sandbox(client, networks=[{"id": "backend"}])
-    got = await _data(await client.get("/v1/networks/backend"))
+    got = await data_of(await client.get("/v1/networks/backend"))
     assert [m["sandbox_id"] for m in got["members"]] == [sandbox["id"]]
     await client.delete(f"/v1/sandboxes/{sandbox['id']}")
-    assert (await _data(await client.get("/v1/networks/backend")))["members"] == []
-    assert await _data(await client.delete("/v1/networks/backend")) == {"ok": True}
+    assert (await data_of(await client.get("/v1/networks/backend")))["members"] == []
+    assert await data_of(await client.delete("/v1/networks/backend")) == {"ok": True}
 
 
 async def test_a_create_naming_an_unknown_network_makes_nothing(
@@ -102,7 +92,7 @@ async def test_a_create_naming_an_unknown_network_makes_nothing(
     bad = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "networks": ["x"]})
     await expect_error(bad, 400, "networks[0]")
     assert fake.tenant(api_key).sandboxes == {}
-    assert (await _data(await client.get("/v1/networks/backend")))["member_count"] == 0
+    assert (await data_of(await client.get("/v1/networks/backend")))["member_count"] == 0
 
 
 async def test_tenants_never_see_each_others_networks(
@@ -114,7 +104,7 @@ async def test_tenants_never_see_each_others_networks(
     for ref in ("backend", net["id"]):
         await expect_error(await other.get(f"/v1/networks/{ref}"), 404, "network not found")
         await expect_error(await other.delete(f"/v1/networks/{ref}"), 404)
-    assert (await _data(await other.get("/v1/networks")))["data"] == []
+    assert (await data_of(await other.get("/v1/networks")))["data"] == []
     theirs = await create_sandbox(other)
     attach = await other.post(f"/v1/sandboxes/{theirs['id']}/networks", json={"id": net["id"]})
     await expect_error(attach, 404, "network not found")
@@ -146,4 +136,4 @@ async def test_reset_forgets_networks(fake: FakeCreateOS, client: Client) -> Non
     await create_network(client)
     fake.reset()
     fake.create_tenant("skp_test_owner")
-    assert (await _data(await client.get("/v1/networks")))["data"] == []
+    assert (await data_of(await client.get("/v1/networks")))["data"] == []

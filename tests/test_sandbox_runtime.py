@@ -15,7 +15,7 @@ import pytest
 from fake_server import CommandContext, FakeCreateOS, ManualClock, ServerConfig
 from fake_server.errors import ApiError
 from fake_server.network import SimulatedRequest, SimulatedResponse
-from tests.conftest import Client, ClientFactory, create_sandbox, eventually
+from tests.conftest import Client, ClientFactory, create_sandbox, data_of, eventually
 from tests.test_api_sandboxes import expect_error
 
 KEY = {"X-Api-Key": "skp_runtime"}
@@ -36,12 +36,6 @@ async def serve(aiohttp_client: ClientFactory, **config: Any) -> tuple[FakeCreat
 def manual_clock(fake: FakeCreateOS) -> ManualClock:
     assert isinstance(fake.clock, ManualClock)
     return fake.clock
-
-
-async def data_of(response: Any) -> Any:
-    body = await response.json()
-    assert response.status == 200, body
-    return body["data"]
 
 
 async def sh(client: Client, sandbox_id: str, script: str, **extra: Any) -> dict[str, Any]:
