@@ -64,12 +64,14 @@ _MODULES = (
 #: every route in registration order): ``by-ip/{ip}`` stays before ``{id}/exec``, ``{id}/files``
 #: and ``{id}/processes``, which all match a path like ``/v1/sandboxes/by-ip/files``; the
 #: sandbox itself (``{id}``, the pollers' route) goes before it, as no path matches both.
-#: ``/v1/sandboxes`` is a plain string: the others pay only a string comparison for it.
+#: The list page (``/v1/sandboxes``, a plain string) comes after the sandbox and exec: a poller's
+#: ``GET`` of one sandbox is the request every client repeats most, and each route tried before
+#: it costs a call even when it is only a string comparison.
 HOT = (
-    "/v1/sandboxes",
     SANDBOX,  # one segment after /v1/sandboxes: no other route matches its paths
     "/v1/sandboxes/by-ip/{ip}",
     SANDBOX + "/exec",
+    "/v1/sandboxes",
     processes.PROCESS + "/wait",
     processes.PROCESS + "/connect",
     processes.PROCESS,
@@ -112,7 +114,7 @@ def hot_first(routes: Routes) -> Routes:
 
     Example::
 
-        hot_first(declared())[0][1]   # '/v1/sandboxes'
+        hot_first(declared())[0][1]   # '/v1/sandboxes/{id}'
     """
     rank = {template: position for position, template in enumerate(HOT)}
     return tuple(sorted(routes, key=lambda route: rank.get(route[1], len(HOT))))
@@ -126,7 +128,7 @@ def served(routes: Routes | None = None) -> Iterator[tuple[str, str, Handler]]:
     Example::
 
         [f"{method} {template}" for method, template, _ in served()][:2]
-        # ['GET /v1/sandboxes', 'HEAD /v1/sandboxes']
+        # ['GET /v1/sandboxes/{id}', 'HEAD /v1/sandboxes/{id}']
     """
     for method, template, handler, _ in hot_first(declared()) if routes is None else routes:
         yield method, template, handler
