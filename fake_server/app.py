@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -56,9 +55,6 @@ PUBLIC_PATHS = frozenset({"/v1/shapes", "/v1/rootfs"})
 #: The name of the catch-all route that answers 404 or 405 for everything no route serves.
 UNROUTED = "unrouted"
 
-#: Each app's request id counter.
-REQUEST_IDS: web.AppKey[itertools.count[int]] = web.AppKey("request_ids", itertools.count)
-
 #: The journal's ``detail`` of a request answered after its client had gone (the status is
 #: what the fake answered; the client never got it).
 CLIENT_LEFT = "the client left before the answer"
@@ -90,7 +86,6 @@ def build_app(fake: FakeCreateOS) -> web.Application:
         handler_args={"max_field_size": 16 << 10},
     )
     app[FAKE] = fake
-    app[REQUEST_IDS] = itertools.count(1)
     # The routes are the same for every fake (each request finds its fake in its app): built
     # once, they are shared, so a fresh app per test costs ~0.2 ms instead of ~3.4 ms of
     # aiohttp route building (createos_aiohttp_server, aiohttp_client(fake.app())).
@@ -136,15 +131,14 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
     token_may_call = delegable(template)
 
     async def serve(request: web.Request) -> web.StreamResponse:
-        app = request.app
-        fake = app[FAKE]
+        fake = request.app[FAKE]
         journal, clock = fake.journal, fake.clock
         opened = journal.ticket()
         started = clock.now()
         # zfill, not an f-string's format spec: half the cost, on every request.
-        request_ids = app[REQUEST_IDS]
-        request_id = "req_" + str(next(request_ids)).zfill(8)
-        request_scope = RequestScope(request_id)
+        request_id = "req_" + str(next(fake.request_ids)).zfill(8)
+        request_scope = RequestScope()
+        request_scope.request_id = request_id
         SCOPE.set(request_scope)
         sandbox_id = request.match_info.get("id")
         tenant_id: str | None = None
@@ -203,10 +197,14 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
         finally:
             # Read once: nothing below sends the answer (a stream has sent its headers).
             prepared = response is not None and response.prepared
-            if response is not None and not prepared and _client_left(request):
-                # The fake answered, but nobody is there to read it: say so, rather than
-                # show a status the client never got.
-                detail = CLIENT_LEFT
+            # Whether its client has closed the connection, read inline: asked as every
+            # request finishes.
+            if response is not None and not prepared:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    # The fake answered, but nobody is there to read it: say so, rather than
+                    # show a status the client never got.
+                    detail = CLIENT_LEFT
             if journaled:
                 journal.request(
                     opened,
@@ -266,13 +264,6 @@ async def _faulted(
     if "drop_response" in request_scope.directives:  # released from a gate as "lost"
         _drop(request)
     return response
-
-
-def _client_left(request: web.Request) -> bool:
-    """Whether the request's client has closed its connection (one attribute read: asked as
-    every request finishes)."""
-    transport = request.transport
-    return transport is None or transport.is_closing()
 
 
 class _Dropped(Exception):

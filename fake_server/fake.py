@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -71,6 +72,8 @@ class FakeCreateOS:
         self.config = config
         self.clock: Clock = ManualClock() if config.manual_clock else RealClock()
         self.ids = Identifiers(config.seed)
+        #: Numbers the requests this fake answers (``X-Request-ID``), across all its apps.
+        self.request_ids = itertools.count(1)
         self.journal = Journal(
             config.journal_capacity, wall_at=self.clock.wall_at, routes=route_table()
         )

@@ -191,7 +191,11 @@ class Journal:
         :class:`Entry` costs more than serving a cached ``GET``, so the entry is built the
         first time someone reads the journal. ``sandbox_status`` may be a str enum's member.
         """
-        self._append(
+        # _append's work, inline: this runs on every request.
+        entries = self._entries
+        if len(entries) == entries.maxlen:
+            self.dropped += 1
+        entries.append(
             (
                 next(self._tickets),
                 opened,
@@ -208,6 +212,7 @@ class Journal:
                 detail,
             )
         )
+        self._packed_at_end += 1
 
     def _append(self, item: Entry | _Packed) -> None:
         if len(self._entries) == self._entries.maxlen:

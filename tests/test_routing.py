@@ -140,6 +140,6 @@ async def test_fakes_share_their_routes_and_nothing_else(aiohttp_client: ClientF
     assert (await b.get(f"/v1/sandboxes/{sandbox_id}")).status == 404
     assert [e.status for e in one.journal.requests(route="POST /v1/sandboxes")] == [200]
     assert two.journal.requests(route="POST /v1/sandboxes") == []
-    # Each app numbers its own requests.
+    # Each fake numbers its own requests.
     assert (await b.get("/v1/whoami")).headers["X-Request-ID"] == "req_00000002"
     await a.delete(f"/v1/sandboxes/{sandbox_id}")

@@ -81,21 +81,24 @@ class RequestScope:
     """Per-request facts the request layer (fake_server.app) settles before a handler runs.
 
     Kept in a context variable rather than in the request's mapping so the fake works alike
-    across aiohttp versions (older ones have no typed request keys). A plain slotted class:
-    one is built on every request.
+    across aiohttp versions (older ones have no typed request keys). One is built on every
+    request, so it has no constructor: its defaults are the class's, and the layer sets what
+    differs (a constructor would cost a Python call per request).
+
+    Example::
+
+        request_scope = RequestScope()
+        request_scope.request_id = "req_00000001"
     """
 
-    __slots__ = ("directives", "request_id", "rules", "tenant")
-
-    def __init__(self, request_id: str = "") -> None:
-        #: Sent as ``X-Request-ID``; streams need it before their headers go out.
-        self.request_id = request_id
-        self.tenant: Tenant | None = None
-        #: Fault actions a handler carries out itself (stream faults, surviving processes).
-        #: Replaced, never changed in place.
-        self.directives = NO_DIRECTIVES
-        #: The ids of the fault rules that fired on this request, for the journal.
-        self.rules: tuple[str, ...] = ()
+    #: Sent as ``X-Request-ID``; streams need it before their headers go out.
+    request_id: str = ""
+    tenant: Tenant | None = None
+    #: Fault actions a handler carries out itself (stream faults, surviving processes).
+    #: Replaced, never changed in place (the default is shared).
+    directives: Mapping[str, Mapping[str, Any]] = NO_DIRECTIVES
+    #: The ids of the fault rules that fired on this request, for the journal.
+    rules: tuple[str, ...] = ()
 
 
 SCOPE: ContextVar[RequestScope] = ContextVar("createos_request_scope")
