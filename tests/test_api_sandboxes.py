@@ -298,6 +298,20 @@ async def test_every_response_carries_a_request_id(client: Client) -> None:
     assert first.headers["X-Request-ID"] != second.headers["X-Request-ID"]
 
 
+async def test_two_apps_of_one_fake_never_repeat_a_request_id(
+    aiohttp_client: ClientFactory,
+) -> None:
+    """Both apps write to the fake's one journal; each app once counted from 1 on its own."""
+    fake = FakeCreateOS(seed=1)
+    first = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_same"})
+    second = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_same"})
+    ids = [
+        (await client.get("/v1/whoami")).headers["X-Request-ID"]
+        for client in (first, second, first, second)
+    ]
+    assert ids == ["req_00000001", "req_00000002", "req_00000003", "req_00000004"]
+
+
 async def test_hosts_need_administrator_credentials(client: Client) -> None:
     await expect_error(await client.get("/v1/hosts"), 403, "administrator")
 
