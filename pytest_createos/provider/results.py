@@ -70,7 +70,7 @@ class RealizedWorkspace:
     """Where a lease's work runs inside the sandbox (no request is needed to know it).
 
     Example:
-        >>> RealizedWorkspace(WORKSPACE_DIR, {}).cwd
+        >>> RealizedWorkspace("/paperclip-workspace", {}).cwd
         '/paperclip-workspace'
     """
 
