@@ -322,6 +322,10 @@ class Shell:
         self._running: set[asyncio.Task[Any]] = set()
         #: Executions told to stop that have not ended yet (see execute).
         self._stopping: set[asyncio.Future[Any]] = set()
+        #: Whether an interpreter was ever made here: only one can have handed the loop a
+        #: callback that wait_idle must let run (a fake that never ran a script, as most
+        #: tests' fakes, closes without those loop turns).
+        self._interpreted = False
 
     # -- interpreters ----------------------------------------------------------------------
 
@@ -329,6 +333,7 @@ class Shell:
         """A fresh interpreter over the run's filesystem, with the fake's commands."""
         from fake_server import sandbox_commands
 
+        self._interpreted = True
         commands = sandbox_commands.SandboxCommands(self, run, depth)
         bash = bashkit.Bash(
             username="root",
@@ -518,8 +523,9 @@ class Shell:
         # (bashkit schedules each of the fake's commands with call_soon_threadsafe, then
         # cancels it): let those run, and the tasks they cancel end, while the loop still runs.
         # A callback left queued when the loop closes is a coroutine never awaited.
-        for _ in range(_DRAIN_TURNS):
-            await asyncio.sleep(0)
+        if self._interpreted:
+            for _ in range(_DRAIN_TURNS):
+                await asyncio.sleep(0)
 
     async def _run(self, run: Run, plan: _Plan, env: dict[str, str]) -> int:
         invocation = run.invocation

@@ -532,3 +532,25 @@ async def test_a_run_stopped_twice_leaves_no_pending_interpreter(
     gc.collect()
     assert h.shell.idle
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+
+
+async def test_wait_idle_gives_the_loop_turns_only_after_an_interpreter_ran(h: Harness) -> None:
+    # The turns are for callbacks an interpreter scheduled before it stopped; a shell that
+    # never ran one (most tests' fakes) closes without them.
+    turns = 0
+
+    def count() -> None:
+        nonlocal turns
+        turns += 1
+
+    loop = asyncio.get_running_loop()
+    loop.call_soon(count)
+    await h.shell.wait_idle()
+    assert turns == 0  # the loop never ran a turn
+    await asyncio.sleep(0)
+    assert turns == 1
+
+    assert (await h.sh("echo hi")).out == "hi\n"
+    loop.call_soon(count)
+    await h.shell.wait_idle()
+    assert turns == 2  # it did, after a script ran
