@@ -111,7 +111,7 @@ class FakeCreateOS:
         self.tunnels = Tunnels()
         self.lifecycle.on_enter(self._resources_follow)
         self.faults = FaultEngine(self.ids.seed, route_table())
-        self.state_faults = StateFaults(self.lifecycle, self.faults.random)
+        self.state_faults = StateFaults(self.lifecycle, self.faults)
         for key in config.api_keys:
             self.tenants.register(key)
         self.tenants.on_implicit = self._tenant_made
@@ -120,7 +120,7 @@ class FakeCreateOS:
     def reseed(self, seed: int) -> None:
         """Restart ids, names and fault draws from ``seed``."""
         self.ids.reseed(seed)
-        self.faults.random.seed(seed)
+        self.faults.reseed(seed)
 
     @property
     def seed(self) -> int:

@@ -486,7 +486,11 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
     """
 
     def __init__(self, seed: int, routes: RouteTable) -> None:
-        self.random = random.Random(seed)
+        #: What :attr:`random` starts from. Seeding a generator costs more than the rest of
+        #: the engine, and most fakes never draw (or are reseeded for a test before they do):
+        #: it is made on the first draw.
+        self._seed = seed
+        self._random: random.Random | None = None
         self._routes = routes.without(CONTROL_PREFIX)
         #: By id, in the order they were added (first match wins): add and remove are O(1).
         self._rules: dict[str, Rule] = {}
@@ -495,6 +499,27 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
         self._gate_users: Counter[str] = Counter()
         self.gates: dict[str, Gate] = {}
         self._ids = itertools.count(1)
+
+    @property
+    def random(self) -> random.Random:
+        """The one seeded generator every draw of these faults comes from (made on first use,
+        from the latest seed: the same sequence as a generator seeded when the engine was made
+        and reseeded since)."""
+        if self._random is None:
+            self._random = random.Random(self._seed)
+        return self._random
+
+    def reseed(self, seed: int) -> None:
+        """Start the draws again from ``seed``.
+
+        Example::
+
+            engine.reseed(7)   # the next probability or jitter draw replays seed 7
+        """
+        if self._random is None:
+            self._seed = seed
+        else:
+            self._random.seed(seed)
 
     # -- managing rules -----------------------------------------------------------------------
 

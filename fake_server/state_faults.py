@@ -12,10 +12,9 @@ Example::
 
 from __future__ import annotations
 
-import random
 import uuid
 
-from fake_server.faults import DEFAULT_MARKER_PATH
+from fake_server.faults import DEFAULT_MARKER_PATH, FaultEngine
 from fake_server.filesystem import FileSystem, FsError
 from fake_server.lifecycle import Lifecycle, Status
 from fake_server.sandbox import Sandbox
@@ -26,9 +25,10 @@ __all__ = ["StateFaults"]
 class StateFaults:
     """State faults over one fake's lifecycle, drawing randomness from the fault generator."""
 
-    def __init__(self, lifecycle: Lifecycle, rng: random.Random) -> None:
+    def __init__(self, lifecycle: Lifecycle, faults: FaultEngine) -> None:
         self.lifecycle = lifecycle
-        self.random = rng
+        #: Whose generator the draws come from (it is made on the first draw).
+        self._faults = faults
 
     def stick(self, sandbox: Sandbox) -> None:
         """Hold the sandbox's transition in flight (or its next one) until :meth:`unstick`."""
@@ -90,7 +90,7 @@ class StateFaults:
             if mode == "wipe":
                 fs.remove(path, force=True)
             elif mode == "replace":
-                marker = str(uuid.UUID(int=self.random.getrandbits(128))).encode()
+                marker = str(uuid.UUID(int=self._faults.random.getrandbits(128))).encode()
                 fs.write(path, marker, make_parents=True)
             else:
                 current = fs.read(path) if fs.is_file(path) else b"marker"

@@ -5,14 +5,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import random
+import uuid
 from typing import Any
 
 import aiohttp
 import pytest
 
 from fake_server import FakeCreateOS, ManualClock, ServerConfig
-from fake_server.faults import ACTION_TYPES, FaultError, parse_rule
+from fake_server.faults import (
+    ACTION_TYPES,
+    DEFAULT_MARKER_PATH,
+    Action,
+    FaultEngine,
+    FaultError,
+    parse_rule,
+)
 from fake_server.lifecycle import Status
+from fake_server.routes import route_table
 from fake_server.sandboxes import CreateSpec
 from tests.conftest import Client, ClientFactory, create_sandbox, eventually, process_with_frames
 from tests.test_api_sandboxes import expect_error
@@ -138,6 +148,32 @@ async def test_seeded_probability_replays_exactly(aiohttp_client: ClientFactory)
     assert first == again
     assert first != other
     assert 5 < first.count(503) < 35
+
+
+def test_the_fault_generator_is_made_on_first_draw_from_the_latest_seed() -> None:
+    # Made lazily (seeding costs more than the rest of the engine): its draws are those of a
+    # generator seeded when the fake was made and reseeded since, state faults' included.
+    jittered = Action("latency", {"ms": 100, "jitter_ms": 50})
+
+    def draws(engine: FaultEngine) -> list[float]:
+        return [engine.latency_seconds(jittered) for _ in range(3)]
+
+    def expected(seed: int) -> list[float]:
+        return draws(FaultEngine(seed, route_table()))
+
+    fresh = FakeCreateOS(ServerConfig(seed=42))
+    assert draws(fresh.faults) == expected(42)
+    reseeded = FakeCreateOS(ServerConfig(seed=42))
+    reseeded.reseed(7)  # before any draw
+    assert draws(reseeded.faults) == expected(7) != expected(42)
+    reseeded.reseed(7)  # after draws: the generator itself starts again
+    assert draws(reseeded.faults) == expected(7)
+
+    reseeded.reseed(9)
+    sandbox = reseeded.sandboxes.create(reseeded.tenant("skp_a"), CreateSpec(shape="s-1vcpu-1gb"))
+    reseeded.state_faults.marker(sandbox, "replace")
+    marker = str(uuid.UUID(int=random.Random(9).getrandbits(128))).encode()
+    assert sandbox.fs.read(DEFAULT_MARKER_PATH) == marker
 
 
 async def test_rules_match_only_their_sandbox_and_tenant(
