@@ -8,6 +8,7 @@ use because importing it costs more than the rest of the server's start-up.
 from __future__ import annotations
 
 import random
+import secrets
 import string
 from collections.abc import Container
 from typing import TYPE_CHECKING
@@ -32,7 +33,7 @@ class Identifiers:
     """
 
     def __init__(self, seed: int | None = None) -> None:
-        self.seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+        self.seed = seed if seed is not None else secrets.randbits(32)
         self.random = random.Random(self.seed)
         self._faker: Faker | None = None
 
