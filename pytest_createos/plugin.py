@@ -255,6 +255,12 @@ def _close_handle(
     tenant: TestTenant,
     options: MarkerOptions,
 ) -> None:
+    # The item outlives its test (pytest keeps every item until the session ends), and its
+    # failure reports are made by now: left in its stash, the handle would keep the test's
+    # fake (a whole one, for createos_aiohttp_server) in memory, and in every garbage
+    # collection, until the session ends.
+    if _HANDLE in request.node.stash:
+        del request.node.stash[_HANDLE]
     mode = options.leak_check or request.config.stash[_SETTINGS].leak_check
     leaked = channel.close_test(tenant, leak_check=mode != "off")
     if leaked:

@@ -287,6 +287,30 @@ def test_async_tests_and_the_same_loop_fixture(project: pytest.Pytester) -> None
     project.runpytest().assert_outcomes(passed=2)
 
 
+def test_a_finished_tests_fake_is_not_kept_by_its_item(project: pytest.Pytester) -> None:
+    # pytest keeps every item until the session ends: a handle left in one kept that test's
+    # fake alive (and in every garbage collection) until then. A failure's report still reads
+    # the fake (test_failures_carry_a_createos_section).
+    project.makepyfile(
+        """
+        import gc, weakref
+
+        REFS = []
+
+        async def test_same_loop(createos_aiohttp_server):
+            REFS.append(weakref.ref(createos_aiohttp_server.channel.same_loop_fake))
+
+        def test_shared(createos_server):
+            REFS.append(weakref.ref(createos_server))
+
+        def test_both_are_gone(request):
+            gc.collect()
+            assert [ref() for ref in REFS] == [None, None]
+        """
+    )
+    project.runpytest("-p", "no:randomly").assert_outcomes(passed=3)
+
+
 def test_url_option_uses_a_running_fake(project: pytest.Pytester) -> None:
     project.makepyfile(
         """
