@@ -4,8 +4,11 @@ Writes four throw-away test projects of N tests each (empty; one request to
 ``createos_server``; one request to pytest-httpserver's ``httpserver``; one request to a fresh
 fake started and stopped inside each test), runs each with pytest in a subprocess, interleaved
 over several rounds, and reports the per-test time above the empty project's. Per-test time is
-read from pytest's JUnit report (setup + call + teardown of each test, the session fixture's
-start included), so interpreter start-up and collection noise stay out of it.
+the sum of each test's setup, call and teardown durations as pytest reports them (the session
+fixture's start included), so interpreter start-up and collection noise stay out of it. They
+are read by a small conftest in each project, not from a JUnit report: JUnit rounds each test
+to the millisecond, and a test here takes about two, so every test of a project came out as 2
+or 3 ms and a change of a few tenths of a millisecond did not show.
 
     python benchmarks/fixture_overhead.py [--tests 200] [--rounds 3]
 
@@ -16,12 +19,12 @@ overhead no larger than pytest-httpserver's, and far below a fresh server per te
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from xml.etree import ElementTree
 
 from _serving import child_env
 
@@ -82,18 +85,29 @@ def bare_app():
 """
 
 
+#: Each project's conftest: every test's setup + call + teardown, in order, at full precision.
+DURATIONS = """
+import json
+DURATIONS = {}
+def pytest_runtest_logreport(report):
+    DURATIONS[report.nodeid] = DURATIONS.get(report.nodeid, 0.0) + report.duration
+def pytest_sessionfinish(session):
+    (session.config.rootpath / "durations.json").write_text(json.dumps(list(DURATIONS.values())))
+"""
+
+
 def write_project(root: Path, body: str, count: int) -> Path:
     root.mkdir()
     header = GET + ASYNC + "from fake_server import BackgroundServer, FakeCreateOS\n"
     tests = "\n".join(body.format(n=n) for n in range(count))
     (root / "test_overhead.py").write_text(header + "\n" + tests)
+    (root / "conftest.py").write_text(DURATIONS)
     return root
 
 
 def run(project: Path) -> tuple[float, float]:
-    """Seconds spent in the project's tests (sum over its JUnit test cases), and in its first
-    test (where session fixtures start)."""
-    report = project / "report.xml"
+    """Seconds spent in the project's tests (setup, call and teardown of each), and in its
+    first test (where session fixtures start)."""
     subprocess.run(
         [
             sys.executable,
@@ -104,9 +118,6 @@ def run(project: Path) -> tuple[float, float]:
             "no:cacheprovider",
             "-p",
             "no:randomly",
-            f"--junitxml={report}",
-            "-o",
-            "junit_duration_report=total",
             str(project),
         ],
         check=True,
@@ -116,8 +127,7 @@ def run(project: Path) -> tuple[float, float]:
         timeout=600,
         env=child_env(),
     )
-    cases = ElementTree.parse(report).getroot().iter("testcase")
-    times = [float(case.get("time", "0")) for case in cases]
+    times = [float(seconds) for seconds in json.loads((project / "durations.json").read_text())]
     return sum(times), times[0]
 
 
