@@ -8,6 +8,7 @@ printed schedule string replays it exactly, every time.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -134,6 +135,35 @@ async def test_a_printed_schedule_replays_as_written(
     # The same host with the stdin close inside its guard passes the same order.
     report = await kit.replay(host_factory(RobustHost), "run-shutdown: start run(L1, cat)")
     assert report.ok, report.format()
+
+
+CLOSE_STDIN = "POST /v1/sandboxes/{id}/processes/{pid}/stdin/close"
+
+
+@pytest.mark.asyncio
+async def test_a_command_that_ends_before_its_stdin_is_closed_still_runs(
+    createos_aiohttp_server: CreateosServer,
+) -> None:
+    """The window this host shows is shutdown() landing in it, nothing else: a command that
+    ends before its stdin close arrives (409, as on a loaded machine) has still run. Once,
+    the host took that 409 for a failed run, and its scenarios failed now and then."""
+    server = createos_aiohttp_server
+    api = SandboxApi(server.url, server.api_key)
+    host = StdinWindowHost(api, seed=server.seed)
+    gate = server.faults.gate("close", route=CLOSE_STDIN)
+    lease = await host.acquire()
+    try:
+        run = asyncio.ensure_future(host.run(lease, "echo done"))
+        await gate.async_wait_held()
+        (process,) = (await api.call("GET", f"/v1/sandboxes/{lease}/processes"))["processes"]
+        path = f"/v1/sandboxes/{lease}/processes/{process['process_id']}/wait"
+        await api.call("GET", path, timeout_ms="5000")  # it has ended; its close is held
+        gate.release()
+        assert await asyncio.wait_for(run, 10) == 0
+        assert [entry.status for entry in server.journal.requests(route=CLOSE_STDIN)] == [409]
+    finally:
+        await host.destroy(lease)
+        await api.close()
 
 
 class TestReferenceHostExplored(HostExploration):
