@@ -100,7 +100,20 @@ def _shared_resources() -> tuple[AbstractResource, ...]:
     """Every route behind the request layer, as aiohttp resources (built once per process)."""
     router = web.UrlDispatcher()
     register_routes(router, served_routes(), _served)
-    return tuple(router.resources())
+    resources = tuple(router.resources())
+    for resource in resources:
+        # aiohttp's add_subapp prefixes each resource of the app it mounts, in place: these are
+        # every fake's, so one mount would move all their routes. Refused before any moves.
+        setattr(resource, "add_prefix", _refuse_prefix)  # noqa: B010  (an instance override)
+    return resources
+
+
+def _refuse_prefix(prefix: str) -> None:
+    raise RuntimeError(
+        f"a fake's app cannot be mounted under a prefix ({prefix!r}): its routes are shared by "
+        "every fake in the process; serve it on its own (fake_server.BackgroundServer, "
+        "createos_aiohttp_server, or aiohttp_client(fake.app()))"
+    )
 
 
 async def _unrouted(request: web.Request) -> web.StreamResponse:

@@ -9,6 +9,7 @@ import itertools
 import re
 from typing import Any, cast
 
+import pytest
 from aiohttp import web
 from yarl import URL
 
@@ -143,3 +144,14 @@ async def test_fakes_share_their_routes_and_nothing_else(aiohttp_client: ClientF
     # Each fake numbers its own requests.
     assert (await b.get("/v1/whoami")).headers["X-Request-ID"] == "req_00000002"
     await a.delete(f"/v1/sandboxes/{sandbox_id}")
+
+
+async def test_a_fakes_app_cannot_be_mounted_under_a_prefix(aiohttp_client: ClientFactory) -> None:
+    """aiohttp's add_subapp prefixes the mounted app's resources in place, and a fake's are
+    every fake's: once, one mount moved all of them. It is refused before anything moves."""
+    with pytest.raises(RuntimeError, match="cannot be mounted under a prefix"):
+        web.Application().add_subapp("/createos", FakeCreateOS(seed=1).app())
+    app = FakeCreateOS(seed=2).app()
+    assert next(iter(app.router.resources())).canonical == HOT[0]
+    client = await aiohttp_client(app, headers={"X-Api-Key": "skp_after"})
+    assert (await client.get("/v1/whoami")).status == 200
