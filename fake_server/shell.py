@@ -38,6 +38,7 @@ if _STACK_SET_HERE:
 
 import asyncio  # noqa: E402
 import dataclasses  # noqa: E402
+import functools  # noqa: E402
 import inspect  # noqa: E402
 import posixpath  # noqa: E402
 import re  # noqa: E402
@@ -77,7 +78,7 @@ STOP_GRACE_S = 5.0
 RUN_OUTPUT_LIMIT = 10 << 20
 #: Loop turns that let a stopped interpreter's last scheduled callbacks run and end.
 _DRAIN_TURNS = 3
-#: Plans a shell keeps by argv (see Shell._plan_of); all are forgotten when it is full.
+#: Plans kept by argv, the least recently used forgotten first (see Shell._plan_of).
 _PLANS_KEPT = 1024
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
 SHELLS = frozenset({"bash", "sh", "dash"})
@@ -316,8 +317,6 @@ class Shell:
         self.network = network or Network()
         #: What scripts that depend only on their text answered (probes skip the interpreter).
         self.results = ResultCache(registry.names())
-        #: Plans by argv (see _plan_of).
-        self._plans: dict[tuple[str, ...], _Plan] = {}
         #: The tasks running an invocation now (see wait_idle).
         self._running: set[asyncio.Task[Any]] = set()
         #: Executions told to stop that have not ended yet (see execute).
@@ -479,16 +478,11 @@ class Shell:
     def _plan_of(self, cmd: str, args: list[str]) -> _Plan:
         """``_plan(cmd, args)``, kept by argv: a poller sends the same argv again and again,
         and quoting it costs more than the rest of a replay. Only argv short enough for the
-        result cache to key are kept, at most ``_PLANS_KEPT`` of them."""
+        result cache to key are kept (see :func:`_kept_plan`)."""
         argv = (cmd, *args)
-        plan = self._plans.get(argv)
-        if plan is None:
-            plan = _plan(cmd, args)
-            if sum(map(len, argv)) <= self.results.max_script:
-                if len(self._plans) >= _PLANS_KEPT:
-                    self._plans.clear()
-                self._plans[argv] = plan
-        return plan
+        if sum(map(len, argv)) <= self.results.max_script:
+            return _kept_plan(argv)
+        return _plan(cmd, args)
 
     @property
     def running(self) -> int:
@@ -587,6 +581,13 @@ class Shell:
 class _Plan:
     script: str
     repl: bool = False
+
+
+@functools.lru_cache(maxsize=_PLANS_KEPT)
+def _kept_plan(argv: tuple[str, ...]) -> _Plan:
+    """:func:`_plan` of ``argv``, kept (a plan depends on its argv alone, so shells share
+    them)."""
+    return _plan(argv[0], list(argv[1:]))
 
 
 def _plan(cmd: str, args: list[str]) -> _Plan:

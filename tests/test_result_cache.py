@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from fake_server.result_cache import Recorder, ResultCache
-from fake_server.shell import _PLANS_KEPT, CommandContext, CommandRegistry, ShellLimits
+from fake_server.shell import (
+    _PLANS_KEPT,
+    CommandContext,
+    CommandRegistry,
+    ShellLimits,
+    _kept_plan,
+)
 from fake_server.streams import BufferSink
 from tests.test_shell import Harness
 
@@ -159,4 +165,4 @@ def test_an_argv_is_planned_once_while_short_enough_to_key(h: Harness) -> None:
 def test_kept_plans_are_bounded(h: Harness) -> None:
     for n in range(_PLANS_KEPT + 1):
         h.shell._plan_of("echo", [str(n)])
-    assert 0 < len(h.shell._plans) <= _PLANS_KEPT
+    assert 0 < _kept_plan.cache_info().currsize <= _PLANS_KEPT
