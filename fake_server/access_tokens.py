@@ -20,7 +20,6 @@ Example::
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,7 +45,6 @@ __all__ = [
 
 #: What delegated tokens look like (owners' keys are ``skp_`` and letters or digits).
 TOKEN_PREFIX = "skp_sb_"
-_TOKEN_ALPHABET = string.ascii_letters + string.digits
 _TOKEN_LENGTH = 32
 #: The routes under ``/v1/sandboxes/{id}`` a delegated token may call: the sandbox's runtime.
 DELEGATED_AREAS = ("/exec", "/files", "/processes", "/computer")
@@ -122,9 +120,7 @@ class AccessTokens:
 
     def _mint(self) -> str:
         while True:
-            token = TOKEN_PREFIX + "".join(
-                self._ids.random.choice(_TOKEN_ALPHABET) for _ in range(_TOKEN_LENGTH)
-            )
+            token = TOKEN_PREFIX + self._ids.key_chars(_TOKEN_LENGTH)
             if token not in self._by_token:
                 return token
 

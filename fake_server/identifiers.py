@@ -7,6 +7,7 @@ use because importing it costs more than the rest of the server's start-up.
 
 from __future__ import annotations
 
+import binascii
 import random
 import secrets
 import string
@@ -20,6 +21,13 @@ __all__ = ["Identifiers"]
 
 # Crockford's base32, as ULIDs use: ids stay within [A-Za-z0-9_-] (the contract's id alphabet).
 _ULID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+#: Base64's 64 digits, each mapped to the Crockford digit of its value modulo 32: every
+#: Crockford digit has exactly two base64 digits, so random base64 is random Crockford.
+_BASE64_TO_CROCKFORD = str.maketrans(
+    string.ascii_uppercase + string.ascii_lowercase + string.digits + "+/", _ULID_ALPHABET * 2
+)
+#: What keys and tokens are made of.
+_KEY_ALPHABET = string.ascii_letters + string.digits
 
 
 class Identifiers:
@@ -47,7 +55,13 @@ class Identifiers:
         return self._faker
 
     def _token(self, length: int) -> str:
-        return "".join(self.random.choice(_ULID_ALPHABET) for _ in range(length))
+        # One draw of whole 3-byte groups, base64-encoded in C (so no padding) and mapped to
+        # Crockford's digits: ~1 µs an id, where a draw per character took ~6 µs (on every
+        # test's tenant and every sandbox).
+        size = (length + 3) // 4 * 3
+        drawn = self.random.getrandbits(size * 8).to_bytes(size, "big")
+        encoded = binascii.b2a_base64(drawn, newline=False).decode("ascii")
+        return encoded.translate(_BASE64_TO_CROCKFORD)[:length]
 
     def sandbox_id(self, taken: Container[str] = ()) -> str:
         """A fresh sandbox id not in ``taken`` (ids are unique across tenants)."""
@@ -72,8 +86,16 @@ class Identifiers:
         return "usr_" + self._token(16)
 
     def api_key(self) -> str:
-        alphabet = string.ascii_letters + string.digits
-        return "skp_" + "".join(self.random.choice(alphabet) for _ in range(32))
+        return "skp_" + self.key_chars(32)
+
+    def key_chars(self, length: int) -> str:
+        """``length`` letters and digits, what API keys and access tokens are made of.
+
+        Example:
+            >>> len(Identifiers(seed=1).key_chars(32))
+            32
+        """
+        return "".join(self.random.choices(_KEY_ALPHABET, k=length))
 
     def name(self) -> str:
         """A readable sandbox name within the 22-character cap, e.g. ``calm-river-42``."""
