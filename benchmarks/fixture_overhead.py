@@ -3,14 +3,21 @@
 Writes four throw-away test projects of N tests each (empty; one request to
 ``createos_server``; one request to pytest-httpserver's ``httpserver``; one request to a fresh
 fake started and stopped inside each test), runs each with pytest in a subprocess, interleaved
-over several rounds, and reports the per-test time above the empty project's. Per-test time is
-the sum of each test's setup, call and teardown durations as pytest reports them (the session
-fixture's start included), so interpreter start-up and collection noise stay out of it. They
-are read by a small conftest in each project, not from a JUnit report: JUnit rounds each test
-to the millisecond, and a test here takes about two, so every test of a project came out as 2
-or 3 ms and a change of a few tenths of a millisecond did not show.
+over several rounds, and reports the per-test time above the empty project's. A test's time is
+its setup, call and teardown durations as pytest reports them, so interpreter start-up and
+collection noise stay out of it. The first test of a project (where session fixtures start and
+modules are first imported) is reported on its own; the per-test figure is the mean of the
+others, so it is what each further test costs and does not count the first test twice. The
+durations are read by a small conftest in each project, not from a JUnit report: JUnit rounds
+each test to the millisecond, and a test here takes about two, so every test of a project came
+out as 2 or 3 ms and a change of a few tenths of a millisecond did not show.
 
-    python benchmarks/fixture_overhead.py [--tests 200] [--rounds 3]
+    python benchmarks/fixture_overhead.py [--tests 200] [--rounds 3] [--instructions [N]]
+
+Timings swing by a fifth between runs on a shared machine. ``--instructions`` also counts, with
+valgrind's callgrind, the instructions of whole pytest runs of each project at N and 3N tests
+(default N = 50); the difference over 2N is what each further test costs, start-up and the
+first test excluded by the subtraction, and it does not depend on how busy the machine is.
 
 Needs pytest-httpserver (``pip install pytest-httpserver``). Goal: createos_server's per-test
 overhead no larger than pytest-httpserver's, and far below a fresh server per test.
@@ -24,9 +31,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from _serving import child_env
+from _serving import child_env, ensure_valgrind, instructions
 
 GET = """
 import json, urllib.request
@@ -105,21 +113,37 @@ def write_project(root: Path, body: str, count: int) -> Path:
     return root
 
 
+#: How each project runs (in its own directory): no cache written, no random order.
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+#: The projects whose goals compare them, counted with ``--instructions``.
+COUNTED = (
+    "empty test",
+    "createos_server",
+    "pytest-httpserver",
+    "createos_aiohttp_server",
+    "aiohttp_server, bare app",
+)
+
+
+def instructions_per_test(tmp: Path, name: str, count: int) -> float:
+    """What each test of project ``name`` costs in instructions beyond its first ``count``:
+    whole runs at ``count`` and ``3 * count`` tests, the difference over ``2 * count``."""
+    totals = []
+    for size in (count, 3 * count):
+        project = write_project(tmp / f"instructions-{name}-{size}", PROJECTS[name], size)
+        # A first run byte-compiles the project, as every timed run finds it.
+        subprocess.run(
+            PYTEST, check=True, capture_output=True, cwd=project, timeout=600, env=child_env()
+        )
+        totals.append(instructions(PYTEST, cwd=project))
+    return (totals[1] - totals[0]) / (2 * count)
+
+
 def run(project: Path) -> tuple[float, float]:
-    """Seconds spent in the project's tests (setup, call and teardown of each), and in its
-    first test (where session fixtures start)."""
+    """Seconds spent in the project's tests after the first (setup, call and teardown of
+    each), and in its first test (where session fixtures start)."""
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            str(project),
-        ],
+        PYTEST,
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -128,14 +152,24 @@ def run(project: Path) -> tuple[float, float]:
         env=child_env(),
     )
     times = [float(seconds) for seconds in json.loads((project / "durations.json").read_text())]
-    return sum(times), times[0]
+    return sum(times[1:]), times[0]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        nargs="?",
+        const=50,
+        metavar="N",
+        help="also count instructions per test under callgrind (runs of N and 3N tests)",
+    )
     args = parser.parse_args()
+    if args.tests < 2:
+        parser.error("--tests: at least 2 (the first test is reported on its own)")
     with tempfile.TemporaryDirectory() as tmp:
         projects = {
             name: write_project(Path(tmp) / str(i), body, args.tests)
@@ -153,13 +187,13 @@ def main() -> None:
     empty = statistics.median(times["empty test"])
     empty_first = statistics.median(firsts["empty test"])
     print(f"{args.tests} tests per project, median of {args.rounds} runs")
-    print(f"{'project':26}{'in tests s':>11}{'per-test ms above empty':>26}{'first test ms':>15}")
+    print(f"{'project':26}{'tests 2..N s':>13}{'per-test ms above empty':>26}{'first test ms':>15}")
     overhead = {}
     for name, samples in times.items():
         total = statistics.median(samples)
-        overhead[name] = (total - empty) / args.tests * 1000
+        overhead[name] = (total - empty) / (args.tests - 1) * 1000
         first = (statistics.median(firsts[name]) - empty_first) * 1000
-        print(f"{name:26}{total:11.3f}{overhead[name]:26.3f}{first:15.1f}")
+        print(f"{name:26}{total:13.3f}{overhead[name]:26.3f}{first:15.1f}")
     ours, theirs = overhead["createos_server"], overhead["pytest-httpserver"]
     print(
         f"createos_server / pytest-httpserver overhead: {ours / theirs:.2f}x; "
@@ -169,6 +203,27 @@ def main() -> None:
     print(
         f"createos_aiohttp_server / aiohttp_server with a bare app: {ours / theirs:.2f}x "
         "(goal <= 1.0x); first test above an empty one: see 'first test ms' (goal <= 40 ms)"
+    )
+    if args.instructions:
+        report_instructions(args.instructions)
+
+
+def report_instructions(count: int) -> None:
+    print(f"valgrind: {ensure_valgrind()}; instructions per test beyond the first {count}")
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(2) as pool:
+        # Two at a time: a count does not depend on what else runs.
+        per_test = pool.map(lambda name: instructions_per_test(Path(tmp), name, count), COUNTED)
+        counted = dict(zip(COUNTED, per_test, strict=True))
+    above = {name: counted[name] - counted["empty test"] for name in COUNTED}
+    for name in COUNTED:
+        print(
+            f"{name:26}{counted[name] / 1e6:10.2f}M per test, {above[name] / 1e6:8.2f}M above empty"
+        )
+    print(
+        "instructions: createos_server / pytest-httpserver "
+        f"{above['createos_server'] / above['pytest-httpserver']:.2f}x; "
+        "createos_aiohttp_server / aiohttp_server with a bare app "
+        f"{above['createos_aiohttp_server'] / above['aiohttp_server, bare app']:.2f}x"
     )
 
 

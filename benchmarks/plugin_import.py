@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import re
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from _serving import ensure_valgrind, instructions
 
 DEPENDENCIES = "import pytest, pytest_aiohttp.plugin, pytest_asyncio.plugin, faker"
 PLUGIN = "pytest_createos.plugin"
@@ -45,28 +45,6 @@ def import_ms() -> float:
         if len(fields) == 3 and fields[2] == PLUGIN:
             return int(fields[1]) / 1000
     raise RuntimeError("python -X importtime did not report the plugin")
-
-
-def instructions(code: str) -> int:
-    """Instructions callgrind counts for ``python -c code`` (the whole interpreter run)."""
-    done = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            "-c",
-            code,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise RuntimeError("callgrind reported no instruction count")
-    return int(found.group(1))
 
 
 def compile_sources() -> None:
@@ -89,11 +67,9 @@ def main() -> int:
         f"(min {min(times):.1f}, max {max(times):.1f}, {args.runs} runs; goal <= 10 ms)"
     )
     if args.instructions:
-        if shutil.which("valgrind") is None:
-            print("instructions: valgrind is not installed (apt-get install valgrind)")
-            return 1
-        base = instructions(DEPENDENCIES)
-        with_plugin = instructions(f"{DEPENDENCIES}; import {PLUGIN}")
+        ensure_valgrind()
+        base = instructions([sys.executable, "-c", DEPENDENCIES])
+        with_plugin = instructions([sys.executable, "-c", f"{DEPENDENCIES}; import {PLUGIN}"])
         print(
             f"instructions: dependencies {base / 1e6:.0f}M, with the plugin "
             f"{with_plugin / 1e6:.0f}M: +{(with_plugin - base) / 1e6:.1f}M (goal <= 30M)"

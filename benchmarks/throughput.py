@@ -46,6 +46,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _serving import ensure_valgrind
+
 ROOT = Path(__file__).resolve().parent.parent
 # Benchmark the checkout this file belongs to, installed or not.
 sys.path.insert(0, str(ROOT))
@@ -431,32 +433,6 @@ PROBES = (
         0.5,
     ),
 )
-
-
-def ensure_valgrind() -> str:
-    """valgrind's version, installing Debian's package with apt-get when it is missing and this
-    process may (root, or sudo without a password); otherwise a clear message."""
-    if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
-        sudo: list[str] = []
-        if os.geteuid() != 0 and shutil.which("sudo"):
-            probe = subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False)
-            sudo = ["sudo", "-n"] if probe.returncode == 0 else []
-        if not shutil.which("apt-get") or (os.geteuid() != 0 and not sudo):
-            raise SystemExit(
-                "--instructions needs valgrind (its callgrind tool and callgrind_control); "
-                "install it (Debian/Ubuntu: apt-get install valgrind; Fedora: dnf install "
-                "valgrind) and run again"
-            )
-        print("valgrind is missing: installing it with apt-get", flush=True)
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = [*sudo, "apt-get", "install", "-y", "--no-install-recommends", "valgrind"]
-        if subprocess.run(install, env=env, check=False, timeout=900).returncode != 0:
-            subprocess.run([*sudo, "apt-get", "update"], env=env, check=False, timeout=900)
-            subprocess.run(install, env=env, check=True, timeout=900)
-    version = subprocess.run(
-        ["valgrind", "--version"], capture_output=True, text=True, check=True
-    ).stdout
-    return version.strip()
 
 
 def callgrind(out_file: Path) -> list[str]:
