@@ -27,6 +27,7 @@ from fake_server.credentials import presented_key
 from fake_server.errors import ApiError
 from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
 from fake_server.gates import HeldRequest
+from fake_server.header_names import X_REQUEST_ID
 from fake_server.lifecycle import Status
 from fake_server.route_table import CONTROL_PREFIX
 from fake_server.routes import served as served_routes
@@ -236,7 +237,7 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
         if response is None:  # dropped: the connection is gone, aiohttp sends nothing
             return web.Response(status=499)
         if not prepared:
-            response.headers["X-Request-ID"] = request_id
+            response.headers[X_REQUEST_ID] = request_id
         return response
 
     serve.__name__ = serve.__qualname__ = getattr(handler, "__name__", "serve")

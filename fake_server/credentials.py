@@ -21,10 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from fake_server.header_names import header_name
+
 __all__ = ["CREDENTIAL_HEADERS", "presented_key"]
 
 #: The headers a credential is read from, first match wins.
 CREDENTIAL_HEADERS = ("X-Auth-Token", "X-Access-Token", "Authorization", "X-Api-Key")
+#: The same names as aiohttp looks them up without case-folding them: presented_key runs on
+#: every authenticated request.
+_LOOKED_UP = tuple(header_name(name) for name in CREDENTIAL_HEADERS)
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
@@ -36,7 +41,7 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
         >>> presented_key({"Authorization": "Basic dXNlcg==", "X-Api-Key": "skp_me"})
         'skp_me'
     """
-    for name in CREDENTIAL_HEADERS:
+    for name in _LOOKED_UP:
         value = headers.get(name)
         if value is None:
             continue

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from fake_server import errors
 from fake_server.api_schema import NDJSON
+from fake_server.header_names import X_REQUEST_ID
 from fake_server.routes.common import scope, unless_client_leaves
 from fake_server.streams import LoopBudget
 
@@ -37,7 +38,7 @@ async def stream_ndjson(
         headers={
             "Content-Type": NDJSON,
             "Cache-Control": "no-store",
-            "X-Request-ID": scope().request_id,
+            X_REQUEST_ID: scope().request_id,
         }
     )
     await response.prepare(request)
