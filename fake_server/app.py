@@ -143,9 +143,14 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
     needs_token = path != DASHBOARD_PATH
     # A sandbox's delegated access token may call this route (its runtime) on its sandbox.
     token_may_call = delegable(template)
+    # The router hands a route only requests of its method (spelt as aiohttp spells it), so
+    # it is known here; the catch-all journals what each request says.
+    known_method = None if method == "*" else method.upper()
 
     async def serve(request: web.Request) -> web.StreamResponse:
-        fake = request.app[FAKE]
+        # The request's app is its match's (what request.app reads, one call less).
+        match_info = request.match_info
+        fake = match_info.current_app[FAKE]
         journal, clock = fake.journal, fake.clock
         opened = journal.ticket()
         started = clock.now()
@@ -154,7 +159,7 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
         request_scope = RequestScope()
         request_scope.request_id = request_id
         SCOPE.set(request_scope)
-        sandbox_id = request.match_info.get("id")
+        sandbox_id = match_info.get("id")
         tenant_id: str | None = None
         sandbox: Sandbox | None = None
         arrived_as: Status | None = None  # the sandbox's status on arrival, for the journal
@@ -175,7 +180,7 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                     arrived_as = sandbox.status if sandbox is not None else None
                 if grant is not None:
                     _check_delegated(grant, token_may_call, sandbox_id)
-            if is_control or not fake.faults.has_rules:
+            if is_control or not fake.faults.installed:
                 response = await handler(request)
             else:
                 info = RequestInfo(
@@ -220,12 +225,13 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                     # show a status the client never got.
                     detail = CLIENT_LEFT
             if journaled:
+                # request.rel_url.path is what request.path reads, without its Python call.
                 journal.request(
                     opened,
                     started,
-                    request.method,
+                    known_method or request.method,
                     template,
-                    request.path,
+                    request.rel_url.path,
                     tenant_id,
                     sandbox_id,
                     arrived_as,

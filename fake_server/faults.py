@@ -494,6 +494,9 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
         self._routes = routes.without(CONTROL_PREFIX)
         #: By id, in the order they were added (first match wins): add and remove are O(1).
         self._rules: dict[str, Rule] = {}
+        #: The same rules, read-only: whether any is installed is asked on every request,
+        #: and an attribute answers that without the Python call a property costs.
+        self.installed: Mapping[str, Rule] = self._rules
         #: How many rules use each gate, so removing a rule knows at once whether its gate
         #: is still in use.
         self._gate_users: Counter[str] = Counter()
@@ -595,11 +598,6 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
     @property
     def rules(self) -> list[Rule]:
         return list(self._rules.values())
-
-    @property
-    def has_rules(self) -> bool:
-        """Whether any rule is installed (asked on every request: no copy of the list)."""
-        return bool(self._rules)
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(list(self._rules.values()))

@@ -283,6 +283,18 @@ async def test_unrouted_requests_are_enveloped_journaled_and_name_the_allowed_me
     assert all(e.tenant is None for e in entries)  # no route, so no authentication either
 
 
+async def test_routed_requests_are_journaled_with_their_method_and_decoded_path(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    for method in ("GET", "HEAD", "DELETE"):
+        response = await client.request(method, "/v1/sandboxes/sb%20x")
+        assert response.status == 404
+    entries = fake.journal.requests(route="/v1/sandboxes/{id}")
+    assert [(e.method, e.path, e.sandbox) for e in entries] == [
+        (method, "/v1/sandboxes/sb x", "sb x") for method in ("GET", "HEAD", "DELETE")
+    ]
+
+
 async def test_head_answers_what_get_would_without_a_body(client: Client) -> None:
     for path in ("/healthz", "/v1/sandboxes", "/v1/sandboxes/nope"):
         get, head = await client.get(path), await client.head(path)

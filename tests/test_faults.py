@@ -150,6 +150,26 @@ async def test_seeded_probability_replays_exactly(aiohttp_client: ClientFactory)
     assert 5 < first.count(503) < 35
 
 
+def test_installed_shows_the_rules_as_they_are_added_and_removed() -> None:
+    # The request layer asks it on every request whether to take the fault path at all.
+    engine = FaultEngine(1, route_table())
+    assert not engine.installed
+    first, second = engine.add_all(
+        [
+            {
+                "match": {"route": "GET /v1/sandboxes/{id}"},
+                "action": {"type": "error", "status": 503},
+            },
+            {"match": {"tenant": "ten_a"}, "action": {"type": "error", "status": 503}},
+        ]
+    )
+    assert list(engine.installed) == [first.id, second.id]
+    engine.remove(first.id)
+    assert list(engine.installed) == [second.id]
+    engine.clear(tenant="ten_a")
+    assert not engine.installed
+
+
 def test_the_fault_generator_is_made_on_first_draw_from_the_latest_seed() -> None:
     # Made lazily (seeding costs more than the rest of the engine): its draws are those of a
     # generator seeded when the fake was made and reseeded since, state faults' included.
