@@ -146,9 +146,11 @@ class Journal:
         self._entries: deque[Entry | _Packed] = deque(maxlen=capacity)
         self._tickets = itertools.count(1)
         self._wall_at = wall_at or RealClock().wall_at
-        #: How many of the newest items may still be packed requests (see ``_settled``).
-        self._packed_at_end = 0
-        self.dropped = 0
+        #: Items appended since the journal was made or cleared: what it dropped and what may
+        #: still be packed follow from it, so recording a request only counts.
+        self._appended = 0
+        #: ``_appended`` when the journal was last settled (newer items may be packed).
+        self._settled_at = 0
 
     @classmethod
     def of(cls, entries: Iterable[Entry], *, routes: RouteTable | None = None) -> Journal:
@@ -156,11 +158,17 @@ class Journal:
         kept = list(entries)
         journal = cls(capacity=max(1, len(kept)), routes=routes)
         journal._entries.extend(kept)
+        journal._appended = journal._settled_at = len(kept)
         return journal
 
     @property
     def capacity(self) -> int:
         return self._entries.maxlen or 0
+
+    @property
+    def dropped(self) -> int:
+        """How many of the oldest entries the ring has let go of since it was made or cleared."""
+        return self._appended - len(self._entries)
 
     def ticket(self) -> int:
         """Draw the next ordering ticket (requests draw one on arrival)."""
@@ -192,10 +200,7 @@ class Journal:
         first time someone reads the journal. ``sandbox_status`` may be a str enum's member.
         """
         # _append's work, inline: this runs on every request.
-        entries = self._entries
-        if len(entries) == entries.maxlen:
-            self.dropped += 1
-        entries.append(
+        self._entries.append(
             (
                 next(self._tickets),
                 opened,
@@ -212,23 +217,21 @@ class Journal:
                 detail,
             )
         )
-        self._packed_at_end += 1
+        self._appended += 1
 
     def _append(self, item: Entry | _Packed) -> None:
-        if len(self._entries) == self._entries.maxlen:
-            self.dropped += 1
         self._entries.append(item)
-        self._packed_at_end += 1
+        self._appended += 1
 
     def _settled(self) -> deque[Entry]:
         """The entries, with every packed request built into its :class:`Entry`."""
         entries = self._entries
         # Only the newest items can be packed; indexing a deque near its end is cheap.
-        for index in range(-min(self._packed_at_end, len(entries)), 0):
+        for index in range(-min(self._appended - self._settled_at, len(entries)), 0):
             item = entries[index]
             if isinstance(item, tuple):
                 entries[index] = self._unpack(item)
-        self._packed_at_end = 0
+        self._settled_at = self._appended
         return entries  # type: ignore[return-value]  # every item is an Entry now
 
     def _unpack(self, packed: _Packed) -> Entry:
@@ -240,8 +243,7 @@ class Journal:
 
     def clear(self) -> None:
         self._entries.clear()
-        self._packed_at_end = 0
-        self.dropped = 0
+        self._appended = self._settled_at = 0
 
     def __len__(self) -> int:
         return len(self._entries)

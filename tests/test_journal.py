@@ -140,6 +140,31 @@ def test_packed_requests_count_against_the_ring() -> None:
     assert isinstance(journal.tail(1)[0].time, datetime)  # real wall time by default
 
 
+def test_dropped_and_packed_requests_follow_reads_clears_and_snapshots() -> None:
+    journal = Journal(capacity=3)
+
+    def send(path: str) -> None:
+        journal.request(
+            journal.ticket(), 0.0, "GET", "/healthz", path, None, None, None, 200, 0.1, (), None
+        )
+
+    for index in range(2):
+        send(f"/a{index}")
+    assert [entry.path for entry in journal] == ["/a0", "/a1"]  # settled: built once
+    for index in range(3):
+        send(f"/b{index}")  # packed again, and wrapping past what was settled
+    finish(journal, request(journal, "GET", "/healthz", "/c"))  # an entry among them
+    assert journal.dropped == 3
+    assert [entry.path for entry in journal] == ["/b1", "/b2", "/c"]
+    journal.clear()
+    assert (journal.dropped, len(journal)) == (0, 0)
+    send("/d")
+    assert [entry.path for entry in journal] == ["/d"]
+    snapshot = Journal.of(list(journal))
+    assert snapshot.dropped == 0
+    assert [entry.path for entry in snapshot] == ["/d"]
+
+
 def deleted(journal: Journal) -> Entry:
     return finish(
         journal,
