@@ -162,7 +162,7 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
         sandbox_id = match_info.get("id")
         tenant_id: str | None = None
         sandbox: Sandbox | None = None
-        arrived_as: Status | None = None  # the sandbox's status on arrival, for the journal
+        arrived_as: str | None = None  # the sandbox's status on arrival, for the journal
         response: web.StreamResponse | None = None
         detail: str | None = None
         try:
@@ -177,7 +177,9 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                 tenant_id = tenant.id
                 if sandbox_id is not None:
                     sandbox = tenant.sandboxes.get(sandbox_id)
-                    arrived_as = sandbox.status if sandbox is not None else None
+                    # Its plain value, not the member (which the garbage collector tracks): a
+                    # journaled request then holds nothing the collector must keep visiting.
+                    arrived_as = sandbox.status._value_ if sandbox is not None else None
                 if grant is not None:
                     _check_delegated(grant, token_may_call, sandbox_id)
             if is_control or not fake.faults.installed:
