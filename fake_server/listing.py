@@ -38,6 +38,7 @@ BLOCK = 512
 
 _ORDER = attrgetter("_order")
 
+
 class Ranked:
     """Sandboxes sorted by creation order (``Sandbox._order``), with positional slices.
 
