@@ -22,10 +22,9 @@ TABLE = RouteTable(
 
 def test_the_table_is_what_the_application_registers(fake: FakeCreateOS) -> None:
     registered = {
-        (route.method, resource.canonical)
-        for resource in fake.app().router.resources()
-        if resource.name != UNROUTED
-        for route in resource
+        (route.method, route.resource.canonical)
+        for route in fake.app().router.routes()
+        if route.resource is not None and route.resource.name != UNROUTED
     }
     table = route_table()
     assert registered == {(m, t) for t in table.templates for m in table.methods_of(t)}

@@ -94,17 +94,23 @@ async def test_hot_routes_first_resolve_every_path_as_the_module_order_does() ->
 
 
 async def test_the_fake_serves_the_hot_routes_first() -> None:
+    """The hot routes are the app's own first resources; all the others (and the catch-all)
+    are one resource after them, and the app resolves every path and method as a router of all
+    the routes in the served order does."""
     app = FakeCreateOS(seed=1).app()
-    templates = [resource.canonical for resource in app.router.resources()]
-    assert templates[: len(HOT)] == list(HOT)
+    resources = list(app.router.resources())
+    assert [resource.canonical for resource in resources[: len(HOT)]] == list(HOT)
+    assert len(resources) == len(HOT) + 1
+    # Every route is still there for whoever lists them (the OpenAPI test, tooling).
+    assert len(app.router.routes()) == len(list(served())) + 1  # and the catch-all
     requests = [
-        request(method, path)
-        for path in ("/v1/sandboxes/sb_x", "/v1/sandboxes/sb_x/exec", "/v1/sandboxes/by-ip/exec")
-        for method in ("GET", "POST")
+        request(method, path) for path in sample_paths(hot_first(declared())) for method in METHODS
     ]
-    assert await resolutions(app.router, requests) == await resolutions(
-        router_of(hot_first(declared())), requests
-    )
+    expected = await resolutions(router_of(hot_first(declared())), requests)
+    for sent, want, got in zip(
+        requests, expected, await resolutions(app.router, requests), strict=True
+    ):
+        assert got == want, (sent.method, sent.path)
 
 
 async def test_routes_that_share_a_path_keep_their_order() -> None:
@@ -152,6 +158,10 @@ async def test_a_fakes_app_cannot_be_mounted_under_a_prefix(aiohttp_client: Clie
     with pytest.raises(RuntimeError, match="cannot be mounted under a prefix"):
         web.Application().add_subapp("/createos", FakeCreateOS(seed=1).app())
     app = FakeCreateOS(seed=2).app()
+    # Each resource refuses (the hot routes' own and the one holding all the others).
+    for resource in app.router.resources():
+        with pytest.raises(RuntimeError, match="cannot be mounted under a prefix"):
+            resource.add_prefix("/createos")
     assert next(iter(app.router.resources())).canonical == HOT[0]
     client = await aiohttp_client(app, headers={"X-Api-Key": "skp_after"})
     assert (await client.get("/v1/whoami")).status == 200
