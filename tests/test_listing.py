@@ -54,6 +54,22 @@ def check_pages(fake: FakeCreateOS, tenant: Tenant) -> None:
             got = fake.sandboxes.page(tenant, status=status, limit=limit, offset=offset)
             assert got == naive_page(tenant, status, offset, limit), (status, offset, limit)
     assert len(tenant.listing) == total
+    check_counts(tenant)
+
+
+def check_counts(tenant: Tenant) -> None:
+    """``whoami``'s stats and the idle sweep's question, as counting every sandbox answers
+    them (the tenant reads them off its listing)."""
+    alive = [s for s in tenant.sandboxes.values() if s.status is not Status.DESTROYED]
+    running = sum(s.status is Status.RUNNING for s in alive)
+    paused = sum(s.status is Status.PAUSED for s in alive)
+    assert tenant.stats() == {
+        "running": running,
+        "paused": paused,
+        "other": len(alive) - running - paused,
+        "total": len(alive),
+    }
+    assert tenant.has_live_sandboxes() == bool(alive)
 
 
 def apply(fake: FakeCreateOS, operation: str, pick: int) -> None:
@@ -91,7 +107,7 @@ def apply(fake: FakeCreateOS, operation: str, pick: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(16))
-def test_pages_match_the_naive_computation_after_random_operations(seed: int) -> None:
+def test_pages_and_counts_match_the_naive_computation_after_random_operations(seed: int) -> None:
     rng = random.Random(seed)
     # Tiny blocks and a short destroyed history, so that splits, emptied blocks and pruning
     # all happen within a few dozen sandboxes.
