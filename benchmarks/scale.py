@@ -7,7 +7,8 @@ and server together in this process; wall time swings far more on a shared machi
 
 - ``GET /v1/sandboxes/{id}`` and the first page of 500;
 - the deep page: the last page of 100 (``offset`` = N - 100);
-- ``status=`` filters: the first and the last page of 100 paused sandboxes (N / 10 of them).
+- ``status=`` filters: the first and the last page of 100 paused sandboxes (N / 10 of them);
+- ``GET /v1/whoami``, whose stats count the tenant's sandboxes by status.
 
 Memory is measured with tracemalloc around the fill. Reports growth factors between the
 smallest and the largest size.
@@ -15,7 +16,7 @@ smallest and the largest size.
     python benchmarks/scale.py [--sizes 10000 100000] [--requests 300]
 
 Goals: <= 4 KB per idle sandbox; GET and first page flat within 1.5x; deep pages and filters
-cost O(page): flat within 1.2x.
+cost O(page): flat within 1.2x; whoami flat within 1.2x.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ COLUMNS = (
     ("last page", 1.2),
     ("paused p1", 1.2),
     ("paused last", 1.2),
+    ("whoami", 1.2),
 )
 #: Every this-many sandboxes, one is paused (what the status filter finds).
 PAUSED_EVERY = 10
@@ -109,6 +111,7 @@ async def prepare(stack: contextlib.AsyncExitStack, size: int, requests: int) ->
         [f"{lists}=100&offset={size - 100}"] * pages,
         [f"{lists}=100&status=paused"] * pages,
         [f"{lists}=100&status=paused&offset={paused - 100}"] * pages,
+        [f"{url}/v1/whoami"] * pages,
     ]
     for column in urls:
         await median_ms(session, column[:20])  # warm up: connections, encoded views
