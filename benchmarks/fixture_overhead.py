@@ -131,17 +131,12 @@ def instructions_per_test(tmp: Path, name: str, count: int) -> float:
     totals = []
     for size in (count, 3 * count):
         project = write_project(tmp / f"instructions-{name}-{size}", PROJECTS[name], size)
-        # A first run byte-compiles the project, as every timed run finds it.
-        subprocess.run(
-            PYTEST, check=True, capture_output=True, cwd=project, timeout=600, env=child_env()
-        )
+        run_pytest(project)  # byte-compiles the project, as every timed run finds it
         totals.append(instructions(PYTEST, cwd=project))
     return (totals[1] - totals[0]) / (2 * count)
 
 
-def run(project: Path) -> tuple[float, float]:
-    """Seconds spent in the project's tests after the first (setup, call and teardown of
-    each), and in its first test (where session fixtures start)."""
+def run_pytest(project: Path) -> None:
     subprocess.run(
         PYTEST,
         check=True,
@@ -151,6 +146,12 @@ def run(project: Path) -> tuple[float, float]:
         timeout=600,
         env=child_env(),
     )
+
+
+def run(project: Path) -> tuple[float, float]:
+    """Seconds spent in the project's tests after the first (setup, call and teardown of
+    each), and in its first test (where session fixtures start)."""
+    run_pytest(project)
     times = [float(seconds) for seconds in json.loads((project / "durations.json").read_text())]
     return sum(times[1:]), times[0]
 

@@ -111,11 +111,10 @@ def _shared_resources() -> tuple[AbstractResource, ...]:
     """Every route behind the request layer, as the aiohttp resources each app registers
     (built once per process): the :data:`~fake_server.routes.HOT` routes' own, then one that
     holds all the others and the catch-all."""
-    hot, cold = web.UrlDispatcher(), web.UrlDispatcher()
     routes = list(served_routes())
-    hot_routes = [route for route in routes if route[1] in HOT]
-    register_routes(hot, hot_routes, _served, catch_all=False)
-    register_routes(cold, [route for route in routes if route[1] not in HOT], _served)
+    hot, cold = web.UrlDispatcher(), web.UrlDispatcher()
+    register_routes(hot, [r for r in routes if r[1] in HOT], _served, catch_all=False)
+    register_routes(cold, [r for r in routes if r[1] not in HOT], _served)
     cold.freeze()
     resources: list[AbstractResource] = list(hot.resources())
     for resource in resources:

@@ -176,15 +176,13 @@ class SandboxListing:
         ranked = self._all if status is None else self._of_status(status)
         return ranked.slice(offset, limit), len(ranked)
 
-    def count(self, status: Status | None = None) -> int:
-        """How many sandboxes are listed, of ``status`` or of any.
+    def count(self, status: Status) -> int:
+        """How many listed sandboxes are in ``status`` (``len()`` counts them all).
 
         Example::
 
             listing.count(Status.RUNNING)   # 3
         """
-        if status is None:
-            return len(self._all)
         ranked = self._by_status.get(status)
         return len(ranked) if ranked is not None else 0
 

@@ -100,7 +100,7 @@ class Tenant:
                 del self.by_ip[gone.ip]
 
     def has_live_sandboxes(self) -> bool:
-        return self.listing.count() > self.listing.count(Status.DESTROYED)
+        return len(self.listing) > self.listing.count(Status.DESTROYED)
 
     def stats(self) -> dict[str, int]:
         """Its sandboxes by status, destroyed ones left out, from the listing's counts (a
@@ -111,7 +111,7 @@ class Tenant:
             tenant.stats()   # {'running': 2, 'paused': 1, 'other': 0, 'total': 3}
         """
         listing = self.listing
-        total = listing.count() - listing.count(Status.DESTROYED)
+        total = len(listing) - listing.count(Status.DESTROYED)
         running, paused = listing.count(Status.RUNNING), listing.count(Status.PAUSED)
         return {
             "running": running,
