@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import random
 import uuid
@@ -23,6 +24,7 @@ from fake_server.faults import (
 )
 from fake_server.lifecycle import Status
 from fake_server.routes import route_table
+from fake_server.routes.ndjson import MALFORMED_LINE
 from fake_server.sandboxes import CreateSpec
 from tests.conftest import Client, ClientFactory, create_sandbox, eventually, process_with_frames
 from tests.test_api_sandboxes import expect_error
@@ -307,6 +309,39 @@ async def test_stream_faults_on_connect(
     replay = [json.loads(line) for line in await connect_lines(client, path.replace("=0", "=1"))]
     assert [f["seq"] for f in replay if f["type"] == "data"] == [2, 3]
     assert base64.b64decode(replay[0]["data_base64"]) == b"2\n"
+
+
+@pytest.mark.parametrize("kind", ["disconnect", "malformed_frame"])
+@pytest.mark.parametrize("after_frames", [0, 1])
+async def test_stream_cuts_come_right_after_their_frame_on_a_quiet_process(
+    fake: FakeCreateOS, client: Client, sandbox_id: str, kind: str, after_frames: int
+) -> None:
+    # `cat` wrote one frame and waits for more input: no later frame will ever come, and the
+    # cut must not wait for one (it did, and the connect then hung until its client gave up).
+    base = f"/v1/sandboxes/{sandbox_id}/processes"
+    process_id = (await (await client.post(base, json={"cmd": "cat"})).json())["data"]["process_id"]
+    chunk = base64.b64encode(b"1\n").decode()
+    await (await client.post(f"{base}/{process_id}/input", json={"data_base64": chunk})).read()
+    for _ in range(5000):
+        view = (await (await client.get(f"{base}/{process_id}")).json())["data"]
+        if view["output"]["newest_seq"] == 1:
+            break
+        await asyncio.sleep(0.001)
+    assert view["output"]["newest_seq"] == 1, view
+    route = "/v1/sandboxes/{id}/processes/{pid}/connect"
+    fake.faults.stream(kind, after_frames=after_frames, route=route, times=1)
+    response = await client.get(f"{base}/{process_id}/connect?after=0")
+    lines: list[bytes] = []
+    with contextlib.suppress(aiohttp.ClientPayloadError):  # a cut chunked body
+        while line := await asyncio.wait_for(response.content.readline(), timeout=5):
+            lines.append(line.rstrip(b"\n"))
+    seqs = [json.loads(line)["seq"] for line in lines[:after_frames]]
+    assert seqs == [1][:after_frames]
+    if kind == "malformed_frame":
+        assert lines[after_frames:] == [MALFORMED_LINE.rstrip(b"\n")]
+    else:
+        assert lines[after_frames:] == []
+    await (await client.post(f"{base}/{process_id}/stdin/close")).read()
 
 
 async def test_malformed_frame_and_evict_stream_faults(

@@ -96,6 +96,12 @@ async def _faulted(
     if kind == "evict":
         yield _encode({"type": "error", "error": errors.OUTPUT_EVICTED, "oldest_available_seq": 1})
         return
+    # A cut comes right after the `after`-th frame, not when a later frame happens to arrive:
+    # a quiet process (one that wrote and now waits) must still see its line drop.
+    cut = kind in ("disconnect", "malformed_frame")
+    if cut and after <= 0:
+        yield MALFORMED_LINE if kind == "malformed_frame" else None
+        return
     sent = 0
     skipped = False
     async for frame in frames:
@@ -104,11 +110,11 @@ async def _faulted(
         if kind == "missing_exit_status" and _is_exit(frame):
             yield _encode({"type": "exit"} if "type" in frame else {"exit_code": None})
             return
-        if kind in ("disconnect", "malformed_frame") and sent >= after:
-            yield MALFORMED_LINE if kind == "malformed_frame" else None
-            return
         if kind == "gap" and not skipped and sent >= after and _is_data(frame):
             skipped = True
             continue
         yield _encode(frame)
         sent += 1
+        if cut and sent >= after and not _is_exit(frame):
+            yield MALFORMED_LINE if kind == "malformed_frame" else None
+            return

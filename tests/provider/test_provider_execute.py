@@ -42,18 +42,28 @@ def process_deletes(env: FakeEnv) -> list[str]:
 
 
 class Hold:
-    """A registered command that writes ``chunks`` and then blocks until killed."""
+    """A registered command that writes ``chunks`` and then blocks until killed or released."""
 
     def __init__(self, *chunks: bytes) -> None:
         self.chunks = chunks
         self.started = asyncio.Event()
+        self.released = asyncio.Event()
 
     async def __call__(self, ctx: Any, args: list[str]) -> int:
         for chunk in self.chunks:
             ctx.stdout.write(chunk)
         self.started.set()
-        await asyncio.Event().wait()
+        await self.released.wait()
         return 0
+
+
+async def wait_connects(env: FakeEnv, count: int, timeout: float = 5.0) -> None:
+    """Wait until the provider has started ``count`` connects to a process output stream."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while len(connect_cursors(env)) < count:
+        assert loop.time() < deadline, f"fewer than {count} connects were sent"
+        await asyncio.sleep(0.001)
 
 
 async def test_command_runs_as_a_quoted_bash_script(env: FakeEnv) -> None:
@@ -410,15 +420,19 @@ async def test_exit_frame_without_a_status_fails_closed(env: FakeEnv) -> None:
 
 
 async def test_replayed_duplicates_are_dropped(env: FakeEnv) -> None:
-    env.fake.register_command("hold", Hold(b"one\n", b"two\n"))
+    hold = Hold(b"one\n", b"two\n")
+    env.fake.register_command("hold", hold)
     lease = await env.acquire()
     route = "GET /v1/sandboxes/{id}/processes/{pid}/connect"
     # First connection: one frame, then the line drops; the reconnect (after=1) is answered
-    # from the start, so frame 1 arrives twice and must be ignored. The command never ends,
-    # so the (short) timeout ends the execute.
+    # from the start, so frame 1 arrives twice and must be ignored. The command ends only once
+    # the reconnect was sent: a timeout here raced the reconnect on a loaded machine.
     env.fake.faults.stream("disconnect", after_frames=1, times=1, route=route)
     env.fake.faults.stream("duplicate", times=1, after=1, route=route)
-    result = await env.execute(lease, "hold", timeout_ms=300)
-    assert result.timed_out
+    task = asyncio.create_task(env.execute(lease, "hold"))
+    await wait_connects(env, 2)
+    hold.released.set()
+    result = await task
+    assert (result.exit_code, result.timed_out) == (0, False)
     assert result.stdout == "one\ntwo\n"
-    assert connect_cursors(env)[:2] == ["0", "1"]
+    assert connect_cursors(env) == ["0", "1"]
