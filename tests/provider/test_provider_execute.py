@@ -42,19 +42,34 @@ def process_deletes(env: FakeEnv) -> list[str]:
 
 
 class Hold:
-    """A registered command that writes ``chunks`` and then blocks until killed or released."""
+    """A registered command that writes ``chunks`` and then blocks until killed or released.
 
-    def __init__(self, *chunks: bytes) -> None:
+    Consecutive writes may reach the output journal merged (as a pipe's reads merge them).
+    Given ``env``, each chunk waits until the journal shows the one before: one frame each.
+    """
+
+    def __init__(self, *chunks: bytes, env: FakeEnv | None = None) -> None:
         self.chunks = chunks
+        self.env = env
         self.started = asyncio.Event()
         self.released = asyncio.Event()
 
     async def __call__(self, ctx: Any, args: list[str]) -> int:
-        for chunk in self.chunks:
+        for written, chunk in enumerate(self.chunks):
+            if self.env is not None:
+                await journal_shows(ctx, self.env, written)
             ctx.stdout.write(chunk)
         self.started.set()
         await self.released.wait()
         return 0
+
+
+async def journal_shows(ctx: Any, env: FakeEnv, frames: int) -> None:
+    """Wait (in a registered command) until its output journal holds ``frames`` frames, so the
+    next write is a frame of its own."""
+    sandboxes = env.fake.tenant(env.api_key).sandboxes.values()
+    while max(p.output.newest_seq for s in sandboxes for p in s.processes.values()) < frames:
+        await ctx.sleep(0.001)
 
 
 async def wait_connects(env: FakeEnv, count: int, timeout: float = 5.0) -> None:
@@ -161,6 +176,7 @@ async def test_replay_after_disconnect_keeps_split_utf8(env: FakeEnv) -> None:
 
     async def split(ctx: Any, args: list[str]) -> int:
         ctx.stdout.write(euro[:1])
+        await journal_shows(ctx, env, 1)  # the euro sign split across two frames
         ctx.stdout.write(euro[1:])
         ctx.stderr.write(b"warning")
         return 7
@@ -201,8 +217,7 @@ async def test_stream_without_exit_is_reconnected(env: FakeEnv) -> None:
 async def test_stream_faults_fail_closed_and_terminate_the_tree(
     env: FakeEnv, kind: str, after_frames: int, reason: str
 ) -> None:
-    hold = Hold(b"one\n", b"two\n", b"three\n")
-    env.fake.register_command("hold", hold)
+    env.fake.register_command("hold", Hold(b"one\n", b"two\n", b"three\n", env=env))
     lease = await env.acquire()
     env.fake.faults.stream(
         kind, after_frames=after_frames, route="GET /v1/sandboxes/{id}/processes/{pid}/connect"
@@ -420,12 +435,12 @@ async def test_exit_frame_without_a_status_fails_closed(env: FakeEnv) -> None:
 
 
 async def test_replayed_duplicates_are_dropped(env: FakeEnv) -> None:
-    hold = Hold(b"one\n", b"two\n")
+    hold = Hold(b"one\n", b"two\n", env=env)
     env.fake.register_command("hold", hold)
     lease = await env.acquire()
     route = "GET /v1/sandboxes/{id}/processes/{pid}/connect"
-    # First connection: one frame, then the line drops; the reconnect (after=1) is answered
-    # from the start, so frame 1 arrives twice and must be ignored. The command ends only once
+    # First connection: frame 1, then the line drops; the reconnect (after=1) is answered from
+    # the start, so frame 1 arrives twice and must be ignored. The command ends only once
     # the reconnect was sent: a timeout here raced the reconnect on a loaded machine.
     env.fake.faults.stream("disconnect", after_frames=1, times=1, route=route)
     env.fake.faults.stream("duplicate", times=1, after=1, route=route)
