@@ -34,6 +34,7 @@ from fake_server.route_table import CONTROL_PREFIX
 from fake_server.routes import HOT
 from fake_server.routes import served as served_routes
 from fake_server.routes.common import (
+    CLIENT_CLOSED,
     FAKE,
     SCOPE,
     Handler,
@@ -258,7 +259,7 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
         except ConnectionError:
             # The client went away (e.g. while its request was held at a gate): nobody to
             # answer, and nothing went wrong in the fake.
-            detail = "client closed the connection"
+            detail = CLIENT_CLOSED
         except asyncio.CancelledError:
             # aiohttp cancels a handler whose client left when told to (handler_cancellation,
             # which test servers may set) and every handler when the server stops.
@@ -300,7 +301,7 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                     response.status if response is not None else None,
                     (clock.now() - started) * 1000,
                     request_scope.rules,
-                    detail,
+                    detail or request_scope.detail,
                 )
         if response is None:  # dropped: the connection is gone, aiohttp sends nothing
             return web.Response(status=499)

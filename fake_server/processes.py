@@ -307,19 +307,22 @@ class ManagedProcess:
         if not self.exited:
             raise ApiError(408, errors.WAIT_TIMEOUT)
 
-    async def connect(
+    def connect(
         self, *, after: int, heartbeat_s: float
     ) -> AsyncIterator[OutputFrame | dict[str, Any]]:
         """Replay frames after ``after``, follow live output, then the exit frame.
 
         Data frames are :class:`OutputFrame` (``.as_json()`` is the wire form); heartbeat, exit
         and error frames are already wire dicts.
-        Raises :class:`OutputEvicted` before the first frame when the cursor is too old; if
-        output the reader still needed is evicted while it follows, an in-stream
-        ``output_offset_expired`` error frame ends the stream instead.
+        Raises :class:`OutputEvicted` at once when the cursor is too old (so the answer can be a
+        410 without waiting for output); if output the reader still needed is evicted while it
+        follows, an in-stream ``output_offset_expired`` error frame ends the stream instead.
         """
-        cursor = after
-        frames = self.output.since(cursor, CONNECT_BATCH)
+        return self._follow(after, self.output.since(after, CONNECT_BATCH), heartbeat_s)
+
+    async def _follow(
+        self, cursor: int, frames: list[OutputFrame], heartbeat_s: float
+    ) -> AsyncIterator[OutputFrame | dict[str, Any]]:
         while True:
             for frame in frames:
                 yield frame

@@ -241,6 +241,26 @@ async def test_process_input_stdin_close_and_live_follow(client: Client, sandbox
     assert frames[-1]["exit_code"] == 0
 
 
+async def test_connect_opens_before_the_first_frame(aiohttp_client: ClientFactory) -> None:
+    # A client may wait for its stream to open before it feeds the process (PC-N uploads a
+    # start-gate file once connected). The stream used to open with its first frame: here, with
+    # no output and no heartbeat on a manual clock, never.
+    fake = FakeCreateOS(ServerConfig(transition_ms=0, manual_clock=True))
+    client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_a"})
+    sandbox_id = (await create_sandbox(client))["id"]
+    process = await start(client, sandbox_id, "cat")
+    base = f"/v1/sandboxes/{sandbox_id}/processes/{process['process_id']}"
+    stream = await asyncio.wait_for(client.get(f"{base}/connect"), timeout=5)
+    assert stream.status == 200
+    assert stream.headers["Content-Type"].startswith("application/x-ndjson")
+    encoded = base64.b64encode(b"go\n").decode()
+    assert (await client.post(f"{base}/input", json={"data_base64": encoded})).status == 200
+    assert (await client.post(f"{base}/stdin/close")).status == 200
+    frames = [json.loads(line) for line in (await stream.text()).splitlines()]
+    assert output(frames) == [(1, "stdout", b"go\n")]
+    assert frames[-1] == {"type": "exit", "exit_code": 0, "signal": None}
+
+
 async def test_wait_times_out_with_408(client: Client, sandbox_id: str) -> None:
     process = await start(client, sandbox_id, "cat")  # waits for stdin forever
     base = f"/v1/sandboxes/{sandbox_id}/processes/{process['process_id']}"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fake_server.sandbox import Sandbox
 
 __all__ = [
+    "CLIENT_CLOSED",
     "FAKE",
     "PAGE_PARAMETERS",
     "SANDBOX",
@@ -73,6 +74,9 @@ SANDBOX = "/v1/sandboxes/{id}"
 FAKE: web.AppKey[FakeCreateOS] = web.AppKey("fake", "FakeCreateOS")  # type: ignore[arg-type]
 
 
+#: The journal's detail for a request whose client went away before it was done.
+CLIENT_CLOSED = "client closed the connection"
+
 #: The directives of a request no fault rule gave any: shared, so never changed in place.
 NO_DIRECTIVES: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
 
@@ -99,6 +103,9 @@ class RequestScope:
     directives: Mapping[str, Mapping[str, Any]] = NO_DIRECTIVES
     #: The ids of the fault rules that fired on this request, for the journal.
     rules: tuple[str, ...] = ()
+    #: How the request ended, for the journal, when only its handler can tell: a stream
+    #: whose client left after its headers went out still answers 200.
+    detail: str | None = None
 
 
 SCOPE: ContextVar[RequestScope] = ContextVar("createos_request_scope")

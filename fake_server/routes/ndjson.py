@@ -8,7 +8,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -18,7 +17,7 @@ from aiohttp import web
 from fake_server import errors
 from fake_server.api_schema import NDJSON
 from fake_server.header_names import X_REQUEST_ID
-from fake_server.routes.common import scope, unless_client_leaves
+from fake_server.routes.common import CLIENT_CLOSED, scope, unless_client_leaves
 from fake_server.streams import LoopBudget
 
 __all__ = ["MALFORMED_LINE", "WRITE_SLICE", "stream_ndjson"]
@@ -45,8 +44,10 @@ async def stream_ndjson(
     lines = _faulted(frames, fault) if fault else _lines(frames)
     # A stream waiting for output (heartbeats run on the fake's clock, and a manual clock may
     # never move) still ends when its client leaves.
-    with contextlib.suppress(ConnectionError):
+    try:
         await unless_client_leaves(request, _write(request, response, lines))
+    except ConnectionError:
+        scope().detail = CLIENT_CLOSED  # its 200 went out: the journal says how it ended
     return response
 
 

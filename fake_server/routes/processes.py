@@ -44,7 +44,6 @@ from fake_server.routes.common import (
     read_body,
     sandbox_of,
     scope,
-    unless_client_leaves,
 )
 from fake_server.routes.ndjson import stream_ndjson
 from fake_server.runtime import ProcessSpec, Runtime
@@ -120,12 +119,12 @@ async def connect(request: web.Request) -> web.StreamResponse:
     if fault is not None and fault["kind"] == "duplicate":
         after = 0  # replay everything, ignoring the cursor: the client sees duplicates
     fake = fake_of(request)
-    frames = process.connect(after=after, heartbeat_s=fake.config.heartbeat_s)
-    first: OutputFrame | dict[str, Any] | None
+    frames: AsyncIterator[OutputFrame | dict[str, Any]]
     try:
-        # Nothing is sent before the first frame (the answer may yet be a 410), and on a manual
-        # clock no heartbeat comes: a client that leaves meanwhile ends the request.
-        first = await unless_client_leaves(request, anext(frames))
+        # The cursor is checked before anything is sent (the answer may be a 410); then the
+        # headers go out at once: a client that waits for its stream to open before it feeds
+        # the process (a start-gate file, stdin) must not wait for the first frame.
+        frames = process.connect(after=after, heartbeat_s=fake.config.heartbeat_s)
     except OutputEvicted as evicted:
         if fake.config.eviction == "http":
             raise ApiError(
@@ -133,24 +132,24 @@ async def connect(request: web.Request) -> web.StreamResponse:
                 errors.OUTPUT_EVICTED,
                 data={"oldest_available_seq": evicted.oldest_available_seq},
             ) from None
-        first = {
-            "type": "error",
-            "error": errors.OUTPUT_EVICTED,
-            "oldest_available_seq": evicted.oldest_available_seq,
-        }
-        await frames.aclose()
-    except StopAsyncIteration:
-        first = None
-    return await stream_ndjson(request, _wire(first, frames))
+        frames = _evicted(evicted.oldest_available_seq)
+    return await stream_ndjson(request, _wire(frames))
+
+
+async def _evicted(oldest_available_seq: int) -> AsyncIterator[dict[str, Any]]:
+    """The in-stream form of an evicted cursor: one error frame."""
+    yield {
+        "type": "error",
+        "error": errors.OUTPUT_EVICTED,
+        "oldest_available_seq": oldest_available_seq,
+    }
 
 
 async def _wire(
-    first: OutputFrame | dict[str, Any] | None, rest: AsyncIterator[OutputFrame | dict[str, Any]]
+    frames: AsyncIterator[OutputFrame | dict[str, Any]],
 ) -> AsyncIterator[dict[str, Any]]:
-    """Wire dicts for ``first`` (already drawn) and then the rest."""
-    if first is not None:
-        yield first.as_json() if isinstance(first, OutputFrame) else first
-    async for frame in rest:
+    """Wire dicts for ``frames``."""
+    async for frame in frames:
         yield frame.as_json() if isinstance(frame, OutputFrame) else frame
 
 
