@@ -262,7 +262,9 @@ async def test_timeout_keeps_partial_output(env: FakeEnv) -> None:
     hold = Hold(b"partial")
     env.fake.register_command("hold", hold)
     lease = await env.acquire()
-    result = await env.execute(lease, "hold", timeout_ms=300)
+    # The deadline is the provider's wall-clock one and "partial" must reach it first (create,
+    # connect, one frame: ~30 ms): a second leaves a loaded machine room.
+    result = await env.execute(lease, "hold", timeout_ms=1_000)
     assert (result.exit_code, result.signal, result.timed_out) == (None, None, True)
     assert result.stdout == "partial"
     assert env.recorded.sent[-1].method == "DELETE"
