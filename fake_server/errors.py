@@ -107,6 +107,7 @@ SIGNAL_INVALID = "signal must be one of {allowed}"
 OUTPUT_EVICTED = "output_offset_expired"
 WAIT_TIMEOUT = "process did not exit before timeout_ms"
 INPUT_INVALID = "data_base64 must be standard padded base64"
+INPUT_TOO_LARGE = "input larger than {cap} bytes (decoded): split it over several calls"
 
 # Access tokens
 ACCESS_TOKEN_ENABLED = "an access token is already enabled for this sandbox; rotate it instead"

@@ -241,6 +241,22 @@ async def test_process_input_stdin_close_and_live_follow(client: Client, sandbox
     assert frames[-1]["exit_code"] == 0
 
 
+async def test_input_takes_256_kib_decoded_per_call(client: Client, sandbox_id: str) -> None:
+    # PC-N splits input into writes of up to 256 KiB decoded; base64 makes a full write a
+    # 342 KiB body, which a 256 KiB cap on the body refused with 413.
+    process = await start(client, sandbox_id, "cat | wc -c")
+    base = f"/v1/sandboxes/{sandbox_id}/processes/{process['process_id']}"
+    full = base64.b64encode(b"x" * (256 << 10)).decode()
+    sent = await client.post(f"{base}/input", json={"data_base64": full})
+    assert (await sent.json())["data"] == {"input_seq": 1}
+    over = base64.b64encode(b"x" * ((256 << 10) + 1)).decode()
+    too_large = await client.post(f"{base}/input", json={"data_base64": over})
+    await expect_error(too_large, 413, "262144")
+    assert (await client.post(f"{base}/stdin/close")).status == 200
+    frames = await ndjson(await client.get(f"{base}/connect"))
+    assert output(frames) == [(1, "stdout", b"262144\n")]
+
+
 async def test_connect_opens_before_the_first_frame(aiohttp_client: ClientFactory) -> None:
     # A client may wait for its stream to open before it feeds the process (PC-N uploads a
     # start-gate file once connected). The stream used to open with its first frame: here, with

@@ -42,6 +42,7 @@ from fake_server.routes.common import (
     fake_of,
     ok,
     read_body,
+    read_bytes,
     sandbox_of,
     scope,
 )
@@ -154,14 +155,22 @@ async def _wire(
 
 
 INPUT = BodySchema(obj({"data_base64": BASE64}), required=True)
+#: Room around the encoded input in an ``/input`` body: ``{"data_base64": "…"}`` and spacing.
+_INPUT_FRAMING = 1 << 10
 
 
 async def send_input(request: web.Request) -> web.Response:
-    encoded = (await read_body(request, INPUT)).string("data_base64") or ""
+    # The body cap counts decoded input: PC-N writes up to 256 KiB per call, which base64
+    # makes a 342 KiB body (a 256 KiB cap on the body refused its every full-size write).
+    cap = fake_of(request).config.max_json_bytes
+    raw = await read_bytes(request, 4 * -(-cap // 3) + _INPUT_FRAMING)
+    encoded = INPUT.parse(raw).string("data_base64") or ""
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         raise ApiError.invalid("data_base64", errors.INPUT_INVALID) from None
+    if len(data) > cap:
+        raise ApiError(413, errors.INPUT_TOO_LARGE.format(cap=cap))
     return ok({"input_seq": _process(request).send_input(data)})
 
 
