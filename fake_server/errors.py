@@ -101,6 +101,9 @@ EXEC_SANDBOX_GONE = "the sandbox stopped while the command ran"
 EXEC_OUTPUT_TOO_LARGE = (
     "output limit exceeded: the command wrote more than {cap} bytes and was stopped"
 )
+EXEC_STREAM_OVERRUN = (
+    "output_offset_expired: the client fell more than {cap} bytes behind the command's output"
+)
 PROCESS_NOT_PTY = "process is not a pty"
 PROCESS_IS_PTY = "stdin close is not supported for pty processes"
 SIGNAL_INVALID = "signal must be one of {allowed}"

@@ -197,8 +197,11 @@ class Runtime:
                 del self._streams[sandbox.id]
 
         process.on_exit = forget
+        # Followed from before it starts: however much the command writes before the stream's
+        # first read, the follower finds out (an evicted cursor raised out of the stream).
+        followed = process.connect(after=0, heartbeat_s=self.config.heartbeat_s)
         process.start(self.shell, self._invocation(sandbox, process, env, live_stdin=False))
-        return self._exec_frames(process)
+        return self._exec_frames(process, followed)
 
     def _invocation(
         self, sandbox: Sandbox, process: ManagedProcess, env: dict[str, str], *, live_stdin: bool
@@ -217,12 +220,14 @@ class Runtime:
             mounts=self._mounts_of(sandbox),
         )
 
-    async def _exec_frames(self, process: ManagedProcess) -> AsyncIterator[dict[str, Any]]:
+    async def _exec_frames(
+        self, process: ManagedProcess, followed: AsyncIterator[OutputFrame | dict[str, Any]]
+    ) -> AsyncIterator[dict[str, Any]]:
         decoders = {
             name: codecs.getincrementaldecoder("utf-8")("replace") for name in ("stdout", "stderr")
         }
         try:
-            async for frame in process.connect(after=0, heartbeat_s=self.config.heartbeat_s):
+            async for frame in followed:
                 if isinstance(frame, OutputFrame):
                     text = decoders[frame.stream].decode(frame.data)
                     if text:
@@ -231,14 +236,19 @@ class Runtime:
                 kind = frame["type"]
                 if kind == "heartbeat":
                     yield {"hb": True}
+                elif kind == "error":
+                    # The client fell more than the cap behind: output is lost, so the stream
+                    # says so (a stream that just ended looked complete) and ends as every
+                    # exec stream does, with the status of the command (stopped if it runs).
+                    process.terminate("SIGKILL")
+                    yield {"error": errors.EXEC_STREAM_OVERRUN.format(cap=process.output.cap)}
+                    yield {"exit_code": _exec_status(process.exit_code)}
                 elif kind == "exit":
                     for name, decoder in decoders.items():
                         tail = decoder.decode(b"", final=True)
                         if tail:
                             yield {name: tail}
-                    yield {
-                        "exit_code": frame["exit_code"] if frame["exit_code"] is not None else 137
-                    }
+                    yield {"exit_code": _exec_status(frame["exit_code"])}
         finally:
             # A client that disconnects mid-stream ends the command, as the real agent does.
             process.terminate("SIGKILL")
@@ -353,6 +363,12 @@ class Runtime:
         """Wait until every command stopped so far has really ended (an interpreter that is
         still stopping when its event loop closes would call back into a closed loop)."""
         await self.shell.wait_idle()
+
+
+def _exec_status(exit_code: int | None) -> int:
+    """An exec stream's exit status: a command ended by a signal has none, and reads as
+    killed (137, as SIGKILL would give)."""
+    return exit_code if exit_code is not None else 137
 
 
 def _file_error(exc: FsError) -> ApiError:

@@ -11,12 +11,15 @@ import json
 import os
 from typing import Any
 
-from fake_server import FakeCreateOS, ServerConfig
+import pytest
+
+from fake_server import CommandContext, FakeCreateOS, ManualClock, ServerConfig
 from fake_server.clock import RealClock
 from fake_server.processes import CONNECT_BATCH, ManagedProcess, OutputFrame
 from fake_server.routes.ndjson import WRITE_SLICE
+from fake_server.runtime import ExecSpec
 from fake_server.streams import LoopBudget
-from tests.conftest import Client, ClientFactory, create_sandbox
+from tests.conftest import Client, ClientFactory, create_sandbox, eventually
 
 KEY = "skp_slices"
 #: Larger than the default 1 MiB journal, and far more than one slice or one connect batch.
@@ -139,3 +142,43 @@ async def test_a_follower_overtaken_by_eviction_gets_the_error_frame() -> None:
         "oldest_available_seq": 4,
     }
     assert [frame async for frame in frames] == []
+
+
+@pytest.mark.parametrize("read_first", [True, False], ids=["mid-stream", "before-the-first-read"])
+async def test_an_exec_stream_overtaken_by_eviction_says_so_and_ends_with_an_exit(
+    aiohttp_client: ClientFactory, read_first: bool
+) -> None:
+    # A streamed exec keeps exec_output_cap_bytes its client has not read. A client further
+    # behind saw its stream just end, output cut short with neither an error nor an exit
+    # frame; and a command that wrote past the cap before the stream's first read made the
+    # stream raise instead.
+    fake, client = await fake_client(aiohttp_client, manual_clock=True, exec_output_cap_bytes=8)
+    written: list[bytes] = []
+
+    async def flood(ctx: CommandContext, args: list[str]) -> int:
+        for chunk in (b"aaaa", b"bbbb", b"cccc", b"dddd"):
+            ctx.stdout.write(chunk)
+            written.append(chunk)
+            await ctx.sleep(1)  # a write apart from the next: not merged with it in the pipe
+        return 0
+
+    fake.register_command("flood", flood)
+    sandbox = fake.find_sandbox((await create_sandbox(client))["id"])
+    frames = await fake.runtime.exec_stream(sandbox, ExecSpec(cmd="flood"))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    read = []
+    for count in (1, 2, 3, 4):
+        await eventually(lambda count=count: len(written) == count and clock.pending == 1)
+        if count == 1 and read_first:
+            read.append(await anext(frames))
+        if count < 4:  # then the client reads nothing until the command wrote them all
+            clock.advance(1)
+    read += [frame async for frame in frames]
+    overrun = "output_offset_expired: the client fell more than 8 bytes behind the command's output"
+    assert read == [
+        *([{"stdout": "aaaa"}] if read_first else []),
+        {"error": overrun},
+        {"exit_code": 137},  # the command, still running, was stopped
+    ]
+    await eventually(lambda: clock.pending == 0)  # its sleep ended with it
