@@ -45,6 +45,7 @@ from fake_server.routes.common import (
     read_bytes,
     sandbox_of,
     scope,
+    unless_client_leaves,
 )
 from fake_server.routes.ndjson import stream_ndjson
 from fake_server.runtime import ProcessSpec, Runtime
@@ -227,7 +228,9 @@ async def wait(request: web.Request) -> web.Response:
         query_int(request.query, "timeout_ms", config.max_wait_ms, high=config.max_wait_ms)
         or config.max_wait_ms
     )
-    await process.wait(timeout_ms / 1000 if timeout_ms else None)
+    # A long-poll whose client gave up ends too: it would hold its task and timer for up to
+    # max_wait_ms (on a manual clock, until the process exits), out of the journal meanwhile.
+    await unless_client_leaves(request, process.wait(timeout_ms / 1000 if timeout_ms else None))
     return ok(process.view())
 
 

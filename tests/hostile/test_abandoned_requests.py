@@ -116,3 +116,27 @@ async def test_an_answer_its_client_no_longer_waits_for_is_journaled_as_such() -
             assert fake.journal.requests(route="GET /v1/whoami")[0].detail is None
     finally:
         await stop_site(fake, runner)
+
+
+async def test_a_wait_long_poll_ends_when_its_client_leaves() -> None:
+    # PC-N long-polls wait?scope=tree&timeout_ms=30000 and gives up on cancel or timeout. The
+    # wait held its task and timer until the timeout passed on the fake's clock (on a manual
+    # clock, until the process exited), and the journal did not show the request meanwhile.
+    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
+        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+            sandbox = (await created.json())["data"]["id"]
+        processes = f"/v1/sandboxes/{sandbox}/processes"
+        async with session.post(processes, json={"cmd": "cat"}) as started:
+            process = (await started.json())["data"]["process_id"]
+        wait = f"{processes}/{process}/wait?scope=tree&timeout_ms=30000"
+        request = asyncio.ensure_future(session.get(wait))
+        await eventually(lambda: clock.pending == 1)  # the wait's timeout timer
+        request.cancel()  # the client gives up and closes its connection
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        await eventually(lambda: clock.pending == 0)  # the server let go of its timer
+        entries = fake.journal.requests(route="GET /v1/sandboxes/{id}/processes/{pid}/wait")
+        assert [entry.detail for entry in entries] == ["client closed the connection"]
