@@ -153,23 +153,25 @@ async def test_an_exec_stream_overtaken_by_eviction_says_so_and_ends_with_an_exi
     # frame; and a command that wrote past the cap before the stream's first read made the
     # stream raise instead.
     fake, client = await fake_client(aiohttp_client, manual_clock=True, exec_output_cap_bytes=8)
-    written: list[bytes] = []
 
     async def flood(ctx: CommandContext, args: list[str]) -> int:
         for chunk in (b"aaaa", b"bbbb", b"cccc", b"dddd"):
             ctx.stdout.write(chunk)
-            written.append(chunk)
             await ctx.sleep(1)  # a write apart from the next: not merged with it in the pipe
         return 0
 
     fake.register_command("flood", flood)
     sandbox = fake.find_sandbox((await create_sandbox(client))["id"])
     frames = await fake.runtime.exec_stream(sandbox, ExecSpec(cmd="flood"))
+    (process,) = fake.runtime._streams[sandbox.id]  # the stream's unlisted process
     clock = fake.clock
     assert isinstance(clock, ManualClock)
     read = []
     for count in (1, 2, 3, 4):
-        await eventually(lambda count=count: len(written) == count and clock.pending == 1)
+        # The chunk is in the output journal (not just written: the pipe may still hold it).
+        await eventually(
+            lambda count=count: process.output.newest_seq == count and clock.pending == 1
+        )
         if count == 1 and read_first:
             read.append(await anext(frames))
         if count < 4:  # then the client reads nothing until the command wrote them all
