@@ -9,6 +9,8 @@
   (slow-header clients would otherwise hold sockets until the process runs out of them).
 - A client that stops reading an answer for ``write_timeout_s`` is cut off, and the part of
   the answer buffered for it is dropped (otherwise every stalled download stays in memory).
+- A handler may ask to end with its client (:func:`end_with_client`): aiohttp does not cancel
+  handlers whose client left, and a buffered ``/exec`` would run its command on for nobody.
 
 Example::
 
@@ -35,7 +37,7 @@ from fake_server.routes.common import encode
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["harden_connections"]
+__all__ = ["end_with_client", "harden_connections"]
 
 log = logging.getLogger("fake_server")
 
@@ -52,6 +54,8 @@ class _HardenedRequestHandler(RequestHandler):
         #: How many requests had arrived when the header deadline was set.
         self._header_deadline_count = 0
         self._write_deadline: asyncio.TimerHandle | None = None
+        #: Whether the request being handled ends when its client leaves (end_with_client).
+        self.ends_with_client = False
 
     # -- headers -----------------------------------------------------------------------------
 
@@ -120,6 +124,10 @@ class _HardenedRequestHandler(RequestHandler):
     def connection_lost(self, exc: BaseException | None) -> None:
         self._cancel_header_deadline()
         self._cancel_write_deadline()
+        if self.ends_with_client and self._task_handler is not None:
+            # What aiohttp's handler_cancellation does for every request, for this one only
+            # (most handlers are better left to finish what they started).
+            self._task_handler.cancel()
         super().connection_lost(exc)
 
     # -- answers aiohttp gives itself --------------------------------------------------------
@@ -159,6 +167,23 @@ class _HardenedServer(web.Server):
         journal.request(
             journal.ticket(), now, "", None, "", None, None, None, status, 0.0, (), text
         )
+
+
+def end_with_client(request: web.Request, ending: bool) -> None:
+    """While ``ending``, a client that closes its connection cancels the handler of
+    ``request`` (on a connection :func:`harden_connections` made; elsewhere nothing changes).
+
+    Example::
+
+        end_with_client(request, True)
+        try:
+            result = await runtime.exec(sandbox, spec)   # cancelled if the client leaves
+        finally:
+            end_with_client(request, False)
+    """
+    protocol = request.protocol
+    if isinstance(protocol, _HardenedRequestHandler):
+        protocol.ends_with_client = ending
 
 
 def harden_connections(runner: web.BaseRunner, fake: FakeCreateOS) -> None:

@@ -29,6 +29,7 @@ from fake_server.api_schema import (
     success,
 )
 from fake_server.errors import ApiError
+from fake_server.http_protocol import end_with_client
 from fake_server.routes.common import (
     SANDBOX,
     Route,
@@ -76,7 +77,13 @@ async def exec_command(request: web.Request) -> web.StreamResponse:
     sandbox = sandbox_of(request)
     if _streaming_requested(request, body.boolean("stream")):
         return await stream_ndjson(request, await runtime.exec_stream(sandbox, spec))
-    return ok(await runtime.exec(sandbox, spec))
+    # A client that gives up on its answer takes its command with it (the real agent's streams
+    # do the same), rather than leave it running for nobody.
+    end_with_client(request, True)
+    try:
+        return ok(await runtime.exec(sandbox, spec))
+    finally:
+        end_with_client(request, False)
 
 
 async def put_file(request: web.Request) -> web.Response:

@@ -9,10 +9,10 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from fake_server import FakeCreateOS, ManualClock, ServerConfig, serve
 from fake_server.app import CLIENT_LEFT
-from fake_server.runner import LOOPBACK, start_site, stop_site
 from tests.conftest import eventually
 
 KEY = {"X-Api-Key": "skp_abandon"}
@@ -80,8 +80,10 @@ def process_waits(fake: FakeCreateOS, sandbox: str, process: str) -> bool:
 
 
 async def test_an_answer_its_client_no_longer_waits_for_is_journaled_as_such() -> None:
-    """A handler that does not watch its client (a buffered exec) ends after the client left:
-    the journal keeps what the fake answered, and says nobody got it."""
+    """A handler that does not watch its client ends after the client left: the journal keeps
+    what the fake answered, and says nobody got it. (A buffered exec, on a plain runner of
+    the app: on connections the fake hardened, and where aiohttp cancels handlers, as its test
+    server does, it ends with its client.)"""
     fake = FakeCreateOS(ServerConfig(seed=1, transition_ms=0))
     started, finish = asyncio.Event(), asyncio.Event()
 
@@ -91,9 +93,13 @@ async def test_an_answer_its_client_no_longer_waits_for_is_journaled_as_such() -
         return 0
 
     fake.commands.register("block", block)
-    runner, url = await start_site(fake, LOOPBACK, 0)
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
     server = runner.server
     assert server is not None
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
     try:
         async with aiohttp.ClientSession(url, headers=KEY) as session:
             async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
@@ -115,7 +121,7 @@ async def test_an_answer_its_client_no_longer_waits_for_is_journaled_as_such() -
                 assert answered.status == 200
             assert fake.journal.requests(route="GET /v1/whoami")[0].detail is None
     finally:
-        await stop_site(fake, runner)
+        await runner.cleanup()
 
 
 async def test_a_wait_long_poll_ends_when_its_client_leaves() -> None:
@@ -140,3 +146,34 @@ async def test_a_wait_long_poll_ends_when_its_client_leaves() -> None:
         await eventually(lambda: clock.pending == 0)  # the server let go of its timer
         entries = fake.journal.requests(route="GET /v1/sandboxes/{id}/processes/{pid}/wait")
         assert [entry.detail for entry in entries] == ["client closed the connection"]
+
+
+async def test_a_buffered_exec_whose_client_left_stops_its_command() -> None:
+    # aiohttp does not cancel a handler whose client left: the exec's command ran on for
+    # nobody (here, it would have created the file once the clock moved on).
+    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
+        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+            sandbox = (await created.json())["data"]["id"]
+        script = {"cmd": "/bin/bash", "args": ["-lc", "sleep 3; touch /tmp/after"]}
+        request = asyncio.ensure_future(session.post(f"/v1/sandboxes/{sandbox}/exec", json=script))
+        await eventually(lambda: clock.pending == 1)  # the command sleeps
+        request.cancel()  # the client gives up and closes its connection
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        await eventually(lambda: clock.pending == 0)  # the command was stopped, its sleep too
+        clock.advance(3)
+        async with session.get(f"/v1/sandboxes/{sandbox}/files?path=/tmp/after") as after:
+            assert after.status == 404
+        # The sandbox still runs commands for clients that stay.
+        async with session.post(
+            f"/v1/sandboxes/{sandbox}/exec", json={"cmd": "echo", "args": ["here"]}
+        ) as answered:
+            assert (await answered.json())["data"]["result"]["stdout"] == "here\n"
+        entries = fake.journal.requests(route="POST /v1/sandboxes/{id}/exec")
+        assert [(e.status, e.detail) for e in entries] == [
+            (None, "cancelled: the client left or the server stopped"),
+            (200, None),
+        ]
