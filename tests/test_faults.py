@@ -379,6 +379,20 @@ async def test_exec_stream_without_exit(
     ]
 
 
+async def test_evict_on_an_exec_stream_answers_an_exec_frame(
+    fake: FakeCreateOS, client: Client, sandbox_id: str
+) -> None:
+    # An exec stream's frames carry one key each (PC-N reads the first key it knows); the
+    # fault answered with a connect stream's three-key error frame.
+    fake.faults.stream("evict", route="/v1/sandboxes/{id}/exec", times=1)
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec?stream=true",
+        json={"cmd": "echo", "args": ["hi"], "stream": True},
+    )
+    frames = [json.loads(line) for line in (await response.text()).splitlines()]
+    assert frames == [{"error": "output_offset_expired"}]
+
+
 async def test_process_survives_delete(fake: FakeCreateOS, client: Client, sandbox_id: str) -> None:
     response = await client.post(f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "cat"})
     process_id = (await response.json())["data"]["process_id"]

@@ -28,10 +28,11 @@ MALFORMED_LINE = b'{"type":"data","seq":\n'
 
 
 async def stream_ndjson(
-    request: web.Request, frames: AsyncIterator[dict[str, Any]]
+    request: web.Request, frames: AsyncIterator[dict[str, Any]], *, exec_frames: bool = False
 ) -> web.StreamResponse:
     """Write ``frames`` as NDJSON lines, applying a stream fault if a rule asked for one; a
-    client that goes away just ends the stream."""
+    client that goes away just ends the stream. ``exec_frames``: the frames are an exec
+    stream's (one key each), so a fault's own frames must be too."""
     fault = scope().directives.get("stream")
     response = web.StreamResponse(
         headers={
@@ -41,7 +42,7 @@ async def stream_ndjson(
         }
     )
     await response.prepare(request)
-    lines = _faulted(frames, fault) if fault else _lines(frames)
+    lines = _faulted(frames, fault, exec_frames) if fault else _lines(frames)
     # A stream waiting for output (heartbeats run on the fake's clock, and a manual clock may
     # never move) still ends when its client leaves.
     try:
@@ -87,15 +88,20 @@ def _is_data(frame: dict[str, Any]) -> bool:
     return frame.get("type") == "data" or "stdout" in frame or "stderr" in frame
 
 
+#: What an ``evict`` stream fault answers: on a process's ``connect``, and on an exec stream.
+_EVICTED = {"type": "error", "error": errors.OUTPUT_EVICTED, "oldest_available_seq": 1}
+_EXEC_EVICTED = {"error": errors.OUTPUT_EVICTED}
+
+
 async def _faulted(
-    frames: AsyncIterator[dict[str, Any]], fault: Mapping[str, Any]
+    frames: AsyncIterator[dict[str, Any]], fault: Mapping[str, Any], exec_frames: bool
 ) -> AsyncIterator[bytes | None]:
     """The stream as a fault rule bends it (see ``STREAM_KINDS`` in :mod:`fake_server.faults`);
     ``None`` means "cut the connection here"."""
     kind = fault["kind"]
     after = int(fault.get("after_frames", 1))
     if kind == "evict":
-        yield _encode({"type": "error", "error": errors.OUTPUT_EVICTED, "oldest_available_seq": 1})
+        yield _encode(_EXEC_EVICTED if exec_frames else _EVICTED)
         return
     # A cut comes right after the `after`-th frame, not when a later frame happens to arrive:
     # a quiet process (one that wrote and now waits) must still see its line drop.

@@ -76,7 +76,8 @@ async def exec_command(request: web.Request) -> web.StreamResponse:
     runtime = fake_of(request).runtime
     sandbox = sandbox_of(request)
     if _streaming_requested(request, body.boolean("stream")):
-        return await stream_ndjson(request, await runtime.exec_stream(sandbox, spec))
+        frames = await runtime.exec_stream(sandbox, spec)
+        return await stream_ndjson(request, frames, exec_frames=True)
     # A client that gives up on its answer takes its command with it (the real agent's streams
     # do the same), rather than leave it running for nobody.
     end_with_client(request, True)
