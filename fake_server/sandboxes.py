@@ -104,7 +104,8 @@ class SandboxService:
         if shape is None:
             raise ApiError.invalid("shape", errors.UNKNOWN_SHAPE)
         rootfs = spec.rootfs or DEFAULT_ROOTFS
-        if not is_known_rootfs(rootfs):
+        # A template is named by its id or its name (contract §3), as on the template routes.
+        if not is_known_rootfs(rootfs) and not tenant.has_template_named(rootfs):
             raise ApiError.invalid("rootfs", errors.UNKNOWN_ROOTFS)
         if spec.region and spec.region != self.region:
             raise ApiError.invalid("region", errors.REGION_MISMATCH)

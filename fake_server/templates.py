@@ -363,10 +363,8 @@ class TemplateService:
 
     def files_for(self, tenant: Tenant, rootfs: str) -> FileSystem:
         """A copy of a ready template's files for a new sandbox: 404 for a template the tenant
-        does not have (or deleted), 409 while it is not ready."""
-        template = tenant.templates.get(rootfs)
-        if template is None:
-            raise ApiError(404, errors.TEMPLATE_NOT_FOUND)
+        does not have (or deleted), 409 while it is not ready. ``rootfs`` is its id or name."""
+        template = self.get(tenant, rootfs)
         if template.files is None:
             raise ApiError(409, errors.TEMPLATE_NOT_READY.format(status=template.status.value))
         return template.files.clone()

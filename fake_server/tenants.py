@@ -99,6 +99,10 @@ class Tenant:
             if self.by_ip.get(gone.ip) == gone.id:
                 del self.by_ip[gone.ip]
 
+    def has_template_named(self, name: str) -> bool:
+        """Whether one of its templates is called ``name`` (a create may name it as rootfs)."""
+        return any(template.name == name for template in self.templates.values())
+
     def has_live_sandboxes(self) -> bool:
         return len(self.listing) > self.listing.count(Status.DESTROYED)
 

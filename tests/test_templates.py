@@ -91,6 +91,24 @@ async def test_a_dockerfile_is_built_and_sandboxes_start_with_its_files(
     assert await exec_stdout(client, other["id"], "cat /srv/app/conf/motd") == "hello from prod\n"
 
 
+async def test_a_sandbox_names_its_template_by_name_as_well_as_by_id(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    # Contract §3: template ids and names are both valid rootfs values at create.
+    template = await create_template(client, "web-app")
+    await finished(client, fake, template["id"])
+    sandbox = await create_sandbox(client, rootfs="web-app")
+    assert sandbox["rootfs"] == "web-app"
+    assert await exec_stdout(client, sandbox["id"], "cat /srv/app/conf/motd") == (
+        "hello from prod\n"
+    )
+    await expect_error(
+        await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "rootfs": "web-ap"}),
+        400,
+        "unknown rootfs",
+    )
+
+
 async def test_the_log_tells_each_step_and_its_output(client: Client, fake: FakeCreateOS) -> None:
     template = await create_template(client)
     await finished(client, fake, template["id"])

@@ -58,6 +58,7 @@ from fake_server.sandboxes import (
     CreateSpec,
     ForkSpec,
 )
+from fake_server.templates import TEMPLATE_NAME
 from fake_server.validation import BodySchema
 
 #: A sandbox's auto-pause delay, as PATCH takes it.
@@ -68,8 +69,13 @@ CREATE = BodySchema(
         {"shape": enum(SHAPES)},
         {
             "rootfs": {
-                "description": "A built-in root filesystem or a template id (`tpl_...`).",
-                "anyOf": [enum(ROOTFS), string(pattern="^tpl_.+")],
+                "description": "A built-in root filesystem, or a template's id (`tpl_...`)"
+                " or name.",
+                "anyOf": [
+                    enum(ROOTFS),
+                    string(pattern="^tpl_.+"),
+                    string(pattern=TEMPLATE_NAME.pattern),
+                ],
             },
             "name": string(pattern=f"^[A-Za-z0-9-]{{1,{NAME_MAX}}}$"),
             "region": enum([DEFAULT_REGION]),
