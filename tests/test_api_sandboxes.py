@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fake_server import FakeCreateOS, ServerConfig
-from tests.conftest import Client, ClientFactory, create_sandbox
+from tests.conftest import Client, ClientFactory, create_sandbox, data_of
 
 
 async def expect_error(response: Any, status: int, fragment: str = "") -> dict[str, Any]:
@@ -35,6 +35,28 @@ async def test_health_and_catalog_need_no_key(
     assert shapes["pagination"]["total"] == len(shapes["data"])
     rootfs = (await (await client.get("/v1/rootfs")).json())["data"]
     assert rootfs["default"] in rootfs["rootfs"]
+
+
+async def test_shapes_are_paged_like_every_list(
+    fake: FakeCreateOS, aiohttp_client: ClientFactory
+) -> None:
+    # Contract §3: a page of shapes; a client walking offsets until an empty page stops.
+    client = await aiohttp_client(fake.app())
+    everything = (await data_of(await client.get("/v1/shapes")))["data"]
+    walked: list[Any] = []
+    for _ in range(len(everything) + 1):
+        page = await data_of(await client.get(f"/v1/shapes?limit=4&offset={len(walked)}"))
+        assert page["pagination"] == {
+            "total": len(everything),
+            "limit": 4,
+            "offset": len(walked),
+            "count": len(page["data"]),
+        }
+        if not page["data"]:
+            break
+        walked += page["data"]
+    assert walked == everything
+    await expect_error(await client.get("/v1/shapes?limit=x"), 400, "limit: must be an integer")
 
 
 @pytest.mark.parametrize("headers", [{}, {"X-Api-Key": ""}, {"X-Api-Key": "   "}])

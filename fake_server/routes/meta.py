@@ -21,7 +21,15 @@ from fake_server.api_schema import (
 )
 from fake_server.catalog import SHAPES, rootfs_catalog
 from fake_server.errors import ApiError
-from fake_server.routes.common import Route, Routes, ok, paginated, tenant_of
+from fake_server.routes.common import (
+    PAGE_PARAMETERS,
+    Route,
+    Routes,
+    ok,
+    page_bounds,
+    paginated,
+    tenant_of,
+)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -38,8 +46,12 @@ async def whoami(request: web.Request) -> web.Response:
 
 
 async def shapes(request: web.Request) -> web.Response:
+    # A page like every list: a client walking offsets until an empty page must reach one.
+    limit, offset = page_bounds(request)
     items = [shape.as_json() for shape in SHAPES.values()]
-    return ok(paginated(items, total=len(items), limit=len(items), offset=0))
+    return ok(
+        paginated(items[offset : offset + limit], total=len(items), limit=limit, offset=offset)
+    )
 
 
 async def rootfs(request: web.Request) -> web.Response:
@@ -117,8 +129,10 @@ ROUTES: Routes = (
             "Sizing presets",
             tag=CATALOG,
             public=True,
-            ok=ok_response("Every shape, one page.", page(ref("Shape"))),
+            parameters=PAGE_PARAMETERS,
+            ok=ok_response("One page of shapes.", page(ref("Shape"))),
             description=f"Shapes: {', '.join(SHAPES)}.",
+            errors=(400,),
         ),
     ),
     Route(
