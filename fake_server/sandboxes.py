@@ -105,7 +105,7 @@ class SandboxService:
             raise ApiError.invalid("shape", errors.UNKNOWN_SHAPE)
         rootfs = spec.rootfs or DEFAULT_ROOTFS
         # A template is named by its id or its name (contract §3), as on the template routes.
-        if not is_known_rootfs(rootfs) and not tenant.has_template_named(rootfs):
+        if not is_known_rootfs(rootfs) and tenant.template(rootfs) is None:
             raise ApiError.invalid("rootfs", errors.UNKNOWN_ROOTFS)
         if spec.region and spec.region != self.region:
             raise ApiError.invalid("region", errors.REGION_MISMATCH)

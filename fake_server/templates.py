@@ -349,9 +349,7 @@ class TemplateService:
 
     def get(self, tenant: Tenant, ref: str) -> Template:
         """A template by id or name, or 404 (also for another tenant's)."""
-        template = tenant.templates.get(ref)
-        if template is None:
-            template = next((t for t in tenant.templates.values() if t.name == ref), None)
+        template = tenant.template(ref)
         if template is None:
             raise ApiError(404, errors.TEMPLATE_NOT_FOUND)
         return template

@@ -99,9 +99,13 @@ class Tenant:
             if self.by_ip.get(gone.ip) == gone.id:
                 del self.by_ip[gone.ip]
 
-    def has_template_named(self, name: str) -> bool:
-        """Whether one of its templates is called ``name`` (a create may name it as rootfs)."""
-        return any(template.name == name for template in self.templates.values())
+    def template(self, ref: str) -> Template | None:
+        """One of its templates, by id or name (the template routes and a create's rootfs
+        take either)."""
+        found = self.templates.get(ref)
+        if found is None:
+            found = next((t for t in self.templates.values() if t.name == ref), None)
+        return found
 
     def has_live_sandboxes(self) -> bool:
         return len(self.listing) > self.listing.count(Status.DESTROYED)
