@@ -4,8 +4,8 @@ world rather than the host's or the interpreter's:
 * ``sleep``, ``timeout`` and ``date`` run on the fake's clock (a manual clock stops them);
 * ``stty``, ``tput`` and ``uname`` describe the sandbox's terminal and image;
 * ``curl`` and ``wget`` reach only responders a test registered (:mod:`fake_server.network`);
-* ``__fake_*`` helpers give ``read``/``cat`` a managed process's live stdin and feed an
-  ``/exec``'s stdin (the shell's prelude calls them; scripts never need to);
+* ``__fake_*`` helpers give ``read``, ``cat`` and the other stdin readers a managed process's
+  live stdin and feed an ``/exec``'s stdin (the shell's prelude calls them; scripts never need to);
 * every command registered in the :class:`~fake_server.shell.CommandRegistry`.
 
 Example::
@@ -30,6 +30,7 @@ import bashkit
 
 from fake_server.curl_command import curl
 from fake_server.date_command import run_date
+from fake_server.stdin_readers import reads_stdin
 from fake_server.streams import StdinReader
 from fake_server.wget_command import wget
 
@@ -120,6 +121,7 @@ class SandboxCommands:
             "stty": self._stty,
             "tput": self._tput,
             "__fake_stdin_is_process": self._stdin_is_process,
+            "__fake_feeds": self._feeds,
             "__fake_read": self._read,
             "__fake_repl_exit": self._repl_exit,
         }
@@ -313,6 +315,14 @@ class SandboxCommands:
             and self.run.invocation.live_stdin
             and not any(arg.startswith("-") and "u" in arg for arg in ctx.argv)
         )
+        return bashkit.BuiltinResult(exit_code=0 if own else 1)
+
+    def _feeds(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        """``__fake_feeds NAME ARGS...``: status 0 when the caller reads the process's own stdin
+        and command NAME run with ARGS would read its stdin (see
+        :func:`~fake_server.stdin_readers.reads_stdin`)."""
+        name, *args = list(ctx.argv) or [""]
+        own = ctx.stdin is None and self.run.invocation.live_stdin and reads_stdin(name, args)
         return bashkit.BuiltinResult(exit_code=0 if own else 1)
 
     async def _read(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:

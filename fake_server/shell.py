@@ -8,8 +8,9 @@ command into the next. bashkit brings the language (quoting, expansions, ``$(...
 loops, functions, here-documents, ``&``/``wait``...) and ~160 commands; the fake adds the ones
 that must follow *its* world (see :mod:`fake_server.sandbox_commands`): ``sleep``, ``timeout``
 and ``date`` on the fake's clock, ``stty``/``tput`` for PTYs, ``uname``, ``curl``/``wget``
-against responders a test registers, a managed process's live stdin for ``read`` and ``cat``,
-and commands users register (:class:`CommandRegistry`).
+against responders a test registers, a managed process's live stdin for ``read``, ``cat`` and
+the other commands that read stdin (:mod:`fake_server.stdin_readers`), and commands users
+register (:class:`CommandRegistry`).
 
 Example:
     >>> import asyncio
@@ -54,6 +55,7 @@ from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
+from fake_server.stdin_readers import wrappers  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -536,22 +538,23 @@ class Shell:
         return await self.execute(run, interpreter, script)
 
     def _stdin_prelude(self) -> str:
-        """Functions that hand a managed process's live stdin to ``read``, ``cat`` and the
-        registered commands when they read the process's own stdin (not a pipe or a file)."""
+        """Functions that hand a managed process's live stdin to ``read``, the commands that
+        read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`) and the registered
+        commands when they read the process's own stdin (not a pipe or a file)."""
         lines = [
             'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
             ' __fake_line=$(__fake_read "$@"); __fake_status=$?;'
             ' builtin read "$@" <<<"$__fake_line"; return $__fake_status;'
             ' else builtin read "$@"; fi; }',
-            'cat() { if { [ $# -eq 0 ] || [ "$*" = - ]; } && __fake_stdin_is_process;'
-            ' then __fake_cat; else command cat "$@"; fi; }',
+            *wrappers(skip=self.registry.names()),
         ]
         for name, _ in self.registry.items():
             lines.append(
                 f"{name}() {{ if __fake_stdin_is_process; then __FAKE_LIVE_STDIN=1 command"
                 f' {name} "$@"; else command {name} "$@"; fi; }}'
             )
-        return "\n".join(lines) + "\n"
+        # One line, ahead of the script's first: bash's line numbers stay the script's own.
+        return "; ".join(lines) + "; "
 
     async def _repl(self, run: Run, interpreter: Interpreter) -> int:
         """An interactive shell: commands read from stdin, one complete command at a time,

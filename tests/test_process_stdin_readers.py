@@ -1,0 +1,135 @@
+"""A managed process's live stdin reaches every command that reads stdin (``wc``, ``sort``,
+``sha256sum``, ``jq``...), over HTTP as a client sees it: input sent in pieces through
+``POST …/input``, EOF through ``POST …/stdin/close``; a command given files, a pipe or a
+redirection does not wait for that input."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+
+import pytest
+
+from fake_server import CommandContext, FakeCreateOS
+from fake_server.processes import ManagedProcess
+from tests.conftest import Client, ClientFactory, eventually
+from tests.test_sandbox_runtime import Follower, send, serve, start_script, view, wait_exit
+
+FIRST, SECOND = b"pear 2\nfig 10\n", b'{"a": [1, "x"]}\napple 3\n'
+INPUT = FIRST + SECOND
+
+
+def lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+#: (script, what bash prints for INPUT on its stdin)
+READERS: list[tuple[str, Callable[[bytes], bytes]]] = [
+    ("wc -c", lambda data: f"{len(data)}\n".encode()),
+    ("sort", lambda data: b"".join(sorted(lines(data)))),
+    ("head -c 3", lambda data: data[:3]),
+    ("sha256sum", lambda data: f"{hashlib.sha256(data).hexdigest()}  -\n".encode()),
+    ("tr a-z A-Z", lambda data: data.upper()),
+    ("grep -n p", lambda data: b"1:pear 2\n4:apple 3\n"),
+    ("grep -e 1 -e 3", lambda data: b'fig 10\n{"a": [1, "x"]}\napple 3\n'),
+    ("tee /tmp/copy; cat /tmp/copy", lambda data: data + data),
+    ("base64 -w 0", lambda data: base64.b64encode(data)),
+    ("cat -n", lambda data: b"".join(b"%6d\t%s" % item for item in enumerate(lines(data), 1))),
+]
+
+
+def process_of(fake: FakeCreateOS, sandbox_id: str, base: str) -> ManagedProcess:
+    return fake.find_sandbox(sandbox_id).processes[base.rsplit("/", 1)[1]]
+
+
+async def feed_in_two_pieces(
+    fake: FakeCreateOS, client: Client, sandbox_id: str, base: str, first: bytes, second: bytes
+) -> Follower:
+    """Send ``first`` once the command waits on the process's stdin, then ``second``, then
+    close stdin; the follower of the process's output."""
+    process = process_of(fake, sandbox_id, base)
+    await eventually(lambda: process.stdin.waiting)
+    follower = await Follower.open(client, base)
+    await send(client, base, first)
+    assert (await view(client, base))["state"] == "running"  # the command wants all of it
+    await send(client, base, second)
+    closed = await client.post(f"{base}/stdin/close")
+    assert closed.status == 200
+    return follower
+
+
+@pytest.mark.parametrize(("script", "expected"), READERS, ids=[script for script, _ in READERS])
+async def test_a_stdin_reader_gets_the_input_sent_later(
+    aiohttp_client: ClientFactory, script: str, expected: Callable[[bytes], bytes]
+) -> None:
+    fake, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, script)
+    follower = await feed_in_two_pieces(fake, client, sandbox_id, base, FIRST, SECOND)
+    assert (await follower.to_end())["exit_code"] == 0
+    assert follower.output("stdout") == expected(INPUT)
+    assert follower.output("stderr") == b""
+
+
+async def test_jq_filters_json_sent_later(aiohttp_client: ClientFactory) -> None:
+    fake, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, "jq -c '.a'")
+    follower = await feed_in_two_pieces(
+        fake, client, sandbox_id, base, b'{"a": {"b"', b": [1, 2]}}\n"
+    )
+    assert (await follower.to_end())["exit_code"] == 0
+    assert json.loads(follower.output("stdout")) == {"b": [1, 2]}
+
+
+async def test_a_command_given_a_file_does_not_wait_for_stdin(
+    aiohttp_client: ClientFactory,
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(
+        client, sandbox_id, "grep -c PRETTY_NAME /etc/os-release; wc -l /etc/os-release"
+    )
+    done = await wait_exit(client, base)  # stdin is never closed
+    assert (done["state"], done["exit_code"]) == ("exited", 0)
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    out = follower.output("stdout").split(b"\n")
+    assert out[0] == b"1"
+    assert out[1].endswith(b" /etc/os-release")
+
+
+async def test_a_pipe_or_a_redirection_wins_over_the_process_stdin(
+    aiohttp_client: ClientFactory,
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    script = "echo abc | wc -c; wc -c <<< hello; printf 'b\\na\\n' > /tmp/in; sort < /tmp/in"
+    base = await start_script(client, sandbox_id, script)
+    done = await wait_exit(client, base)  # stdin is never closed
+    assert (done["state"], done["exit_code"]) == ("exited", 0)
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    assert follower.output("stdout") == b"4\n6\na\nb\n"
+
+
+async def test_a_registered_command_keeps_its_own_live_stdin(aiohttp_client: ClientFactory) -> None:
+    fake, client, sandbox_id = await serve(aiohttp_client)
+
+    async def jq(ctx: CommandContext, args: list[str]) -> int:
+        ctx.stdout.write(b"registered:" + await ctx.stdin.read())
+        return 0
+
+    fake.register_command("jq", jq)
+    base = await start_script(client, sandbox_id, "jq .")
+    follower = await feed_in_two_pieces(fake, client, sandbox_id, base, b"a", b"b")
+    assert (await follower.to_end())["exit_code"] == 0
+    assert follower.output("stdout") == b"registered:ab"
+
+
+async def test_errors_name_the_scripts_own_line(aiohttp_client: ClientFactory) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    # The functions that feed stdin run ahead of the script on its first line.
+    base = await start_script(client, sandbox_id, "true\nwc -c < /nonexistent")
+    assert (await wait_exit(client, base))["exit_code"] == 1
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    assert follower.output("stderr") == b"bash: line 2: /nonexistent: No such file or directory\n"
