@@ -79,6 +79,8 @@ class Syntax:
     #: Operands before the files that are not files (grep's pattern, sed's script), unless an
     #: option with :attr:`Effect.SCRIPT` or :attr:`Effect.SCRIPT_FILE` gave them.
     leading: int = 0
+    #: Without its leading operands it runs a default script, not a usage error (``jq``: ``.``).
+    default_script: bool = False
     #: How many operands are inputs (``uniq IN OUT``: one); None: all of them.
     inputs: int | None = None
     #: It reads stdin whatever its operands (``tr``; ``tee``'s operands are outputs).
@@ -222,6 +224,7 @@ STDIN_READERS: Mapping[str, Syntax] = {
             "--jsonargs": Effect.REST_ARE_ARGUMENTS,
         },
         leading=1,
+        default_script=True,
     ),
     "xargs": Syntax(
         values="adEILnPs",
@@ -418,7 +421,7 @@ class _Reading:
         syntax = self.syntax
         files = self.operands
         if not self.script_given:
-            if len(files) < syntax.leading:
+            if len(files) < syntax.leading and not syntax.default_script:
                 return False  # a usage error: the command stops before reading
             files = files[syntax.leading :]
         if self.no_stdin or (self.input_given and not self.stdin_named):

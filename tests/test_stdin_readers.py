@@ -200,6 +200,8 @@ def test_an_unknown_valued_option_errs_towards_not_reading() -> None:
         ("jq", [".", "--args", "a", "b"], True),  # after --args, operands are strings
         ("jq", ["--args", ".", "a", "b"], True),
         ("jq", [".", "data.json", "--args", "a"], False),
+        ("jq", [], True),  # the filter . when stdin is not a terminal
+        ("jq", ["-c"], True),
         ("jq", ["-n", "1"], False),
         ("jq", ["-nr", "1"], False),
     ],
