@@ -25,6 +25,11 @@ CONTROL_TOKEN_REQUIRED = "the control API needs this fake's control token in X-C
 #: Per-tenant settings are changed only by a caller that holds the tenant's key.
 CONTROL_TENANT_KEY = "name your own tenant with its API key in X-Api-Key"
 TENANT_NOT_FOUND = "tenant not found"
+#: A per-tenant setting for a key the fake has not seen: say how a key gets its tenant.
+CONTROL_TENANT_UNKNOWN = (
+    "tenant not found: no tenant has this X-Api-Key yet; POST /_fake/tenants with"
+    ' {"api_key": <key>} makes it (without --strict, so does any /v1 request with the key)'
+)
 
 # Request bodies and parameters
 INVALID_JSON = "request body must be valid JSON"

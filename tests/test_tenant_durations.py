@@ -112,6 +112,16 @@ async def test_only_the_keys_holder_sets_a_tenants_durations(
     )
     assert stranger.status == 404
     assert fake.tenants.get("skp_unknown") is None
+    # The answer says how the key gets a tenant (a reader of the control API page who never
+    # sent a /v1 request with the key saw a bare "tenant not found"), and that way works.
+    message = (await stranger.json())["message"]
+    assert message.startswith("tenant not found: no tenant has this X-Api-Key yet;")
+    assert 'POST /_fake/tenants with {"api_key": <key>}' in message
+    await anonymous.post("/_fake/tenants", json={"api_key": "skp_unknown"})
+    registered = await anonymous.put(
+        DURATIONS, json={"transition_ms": 0}, headers={"X-Api-Key": "skp_unknown"}
+    )
+    assert registered.status == 200
 
 
 def test_the_python_api_validates_too(fake: FakeCreateOS, api_key: str) -> None:

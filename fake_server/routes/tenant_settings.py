@@ -39,7 +39,7 @@ def _own_tenant(request: web.Request) -> Tenant:
         raise ApiError(401, errors.CONTROL_TENANT_KEY)
     tenant = fake_of(request).tenants.get(api_key)
     if tenant is None:  # never registered here: the control API does not make tenants by use
-        raise ApiError(404, errors.TENANT_NOT_FOUND)
+        raise ApiError(404, errors.CONTROL_TENANT_UNKNOWN)
     return tenant
 
 
