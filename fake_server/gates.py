@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections import deque
 from dataclasses import asdict, dataclass
 
 __all__ = ["OUTCOMES", "Gate", "GateTimeout", "HeldRequest", "outcomes_for"]
@@ -78,7 +77,6 @@ class Gate:
         self.held = 0
         self.passed = 0
         self.opened = False
-        self._waiting: deque[asyncio.Future[str | None]] = deque()
         self._watchers: list[tuple[int, asyncio.Future[None]]] = []
         #: The requests held right now, oldest first.
         self.holding: list[HeldRequest] = []
@@ -102,7 +100,6 @@ class Gate:
             self.passed += 1
             return None
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(future)
         self.holding.append(request)
         self._by_request[id(request)] = future
         number = next(self._numbers)
@@ -111,18 +108,33 @@ class Gate:
         self.held += 1
         self._notify()
         try:
-            outcome = await future
+            return await future
         finally:
-            self.held -= 1
-            # By identity: two held requests may be equal (same path, same manual-clock time).
-            index = next(i for i, held in enumerate(self.holding) if held is request)
-            del self.holding[index]
-            del self._by_request[id(request)]
-            del self._by_number[self._number_of.pop(id(request))]
-            if future in self._waiting:  # the client went away while held
-                self._waiting.remove(future)
+            self._let_go(request)  # the client went away while held (a release already did)
+
+    def _let_go(self, request: HeldRequest) -> asyncio.Future[str | None] | None:
+        """Stop counting ``request`` as held; returns its waiter, ``None`` if it was not held.
+
+        A release forgets its requests at once, before they run again: the release's own
+        answer (and anything asked before they resume) must not show them still held."""
+        future = self._by_request.pop(id(request), None)
+        if future is None:
+            return None
+        self.held -= 1
+        # By identity: two held requests may be equal (same path, same manual-clock time).
+        index = next(i for i, held in enumerate(self.holding) if held is request)
+        del self.holding[index]
+        del self._by_number[self._number_of.pop(id(request))]
+        return future
+
+    def _pass(self, request: HeldRequest, outcome: str | None) -> bool:
+        """Let one held request go on with ``outcome``; returns whether it was still held."""
+        future = self._let_go(request)
+        if future is None or future.done():
+            return False
+        future.set_result(outcome)
         self.passed += 1
-        return outcome
+        return True
 
     def release(self, count: int | None = None) -> int:
         """Let ``count`` held requests through (all held ones if ``None``); returns how many.
@@ -130,13 +142,8 @@ class Gate:
         The gate keeps holding later requests; :meth:`open` stops it holding at all."""
         if count is not None and count < 0:
             raise ValueError("count must not be negative")
-        released = 0
-        while self._waiting and (count is None or released < count):
-            future = self._waiting.popleft()
-            if not future.done():
-                future.set_result(None)
-                released += 1
-        return released
+        oldest = self.holding if count is None else self.holding[:count]
+        return sum(self._pass(request, None) for request in list(oldest))
 
     def release_request(self, request: HeldRequest, outcome: str | None = None) -> bool:
         """Let one particular held request (an item of :attr:`holding`, by identity) through,
@@ -152,12 +159,7 @@ class Gate:
         """
         if outcome is not None and outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
-        future = self._by_request.get(id(request))
-        if future is None or future.done():
-            return False
-        future.set_result(outcome)
-        self._waiting.remove(future)
-        return True
+        return self._pass(request, outcome)
 
     def held_request(self, number: int) -> HeldRequest | None:
         """The request held now under ``number`` (its ``id`` in :meth:`as_json`; numbers are

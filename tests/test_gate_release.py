@@ -56,6 +56,29 @@ async def test_a_chosen_held_request_goes_on_by_its_id(fake: FakeCreateOS, clien
     assert fake.find_sandbox(first).status.value == "pausing"
 
 
+async def test_a_release_answers_what_the_gate_holds_after_it(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    # The answer of a release counted a request it had just let go as still held (and listed
+    # it under `holding`): "held": 1 beside "released": 1, until the request ran again.
+    first = (await create_sandbox(client))["id"]
+    second = (await create_sandbox(client))["id"]
+    fake.faults.gate("g", route="POST /v1/sandboxes/{id}/pause")
+    pauses = [
+        asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox}/pause"))
+        for sandbox in (first, second)
+    ]
+    held = await holding(fake, client, 2)
+    answer = (await (await client.post("/_fake/gates/g/release", json={"count": 1})).json())["data"]
+    assert (answer["released"], answer["held"], answer["passed"]) == (1, 1, 1)
+    assert [h["id"] for h in answer["holding"]] == [held[1]["id"]]
+    one = {"request": held[1]["id"], "outcome": "proceed"}
+    answer = (await (await client.post("/_fake/gates/g/release", json=one)).json())["data"]
+    assert (answer["released"], answer["held"], answer["passed"]) == (1, 0, 2)
+    assert answer["holding"] == []
+    assert [(await pause).status for pause in pauses] == [200, 200]
+
+
 async def test_a_held_request_released_with_error_has_no_effect(
     fake: FakeCreateOS, client: Client
 ) -> None:
