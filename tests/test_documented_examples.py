@@ -2,8 +2,10 @@
 
 Each Python block that holds a test becomes a module of one downstream project with pytest's
 defaults (no conftest, no ini, pytest-asyncio in strict mode), run once; a block without a test
-is a script and runs as one; the README's curl session runs against a real
-``fake-createos serve``; and the README's test command is the one ``.ci/run`` runs.
+is a script and runs as one; the README's curl session and every page's curl lines (the
+control API's one curl per action) run against a real ``fake-createos serve``; a printed
+fault-rule refusal is the fake's own text; and the README's test command is the one
+``.ci/run`` runs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from fake_server import FakeCreateOS
+from fake_server.faults import FaultError
 from tests import test_cli
 
 pytest_plugins = ["pytester"]
@@ -48,12 +52,19 @@ PYTHON = _blocks("python")
 TESTS = [(where, code) for where, code in PYTHON if _TEST.search(code)]
 SCRIPTS = [(where, code) for where, code in PYTHON if not _TEST.search(code)]
 SESSIONS = [code for _, code in _blocks("console") if "\n$ " in "\n" + code]
+#: Blocks of shell lines without prompts that hold a curl (a reader pastes them line by line).
+CURLS = [
+    (where, code)
+    for where, code in _blocks("console")
+    if "\ncurl " in "\n" + code and "\n$ " not in "\n" + code
+]
 
 
 def test_every_page_has_runnable_examples() -> None:
     assert {where.split("_")[0] for where, _ in TESTS} >= {"readme", "docs"}
     assert SCRIPTS
     assert SESSIONS
+    assert {where.split("_")[0] for where, _ in CURLS} == {"docs"}
 
 
 def test_every_test_example_passes_as_printed(pytester: pytest.Pytester) -> None:
@@ -95,6 +106,65 @@ def test_console_session_answers_as_printed(serve: Any, session: str) -> None:
         expected = lines[index + 1]
         assert _expected(expected).fullmatch(done.stdout.strip()), (command, done.stdout)
         sandbox_id = json.loads(done.stdout)["data"].get("id", sandbox_id)
+
+
+def _lines(code: str) -> list[str]:
+    """A block's shell lines; an indented line continues the one before (a quoted argument
+    printed over two lines)."""
+    lines: list[str] = []
+    for line in code.splitlines():
+        if line.startswith(" ") and lines:
+            lines[-1] += "\n" + line
+        elif line.strip():
+            lines.append(line)
+    return lines
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the pages' examples use curl")
+@pytest.mark.parametrize("code", [code for _, code in CURLS], ids=[w for w, _ in CURLS])
+def test_every_curl_line_answers_as_printed(serve: Any, code: str) -> None:
+    # The reader started `fake-createos serve --port 8080` (the manual clock for the clock's
+    # line) and made a sandbox as the README's quickstart does: `sb_…` is its id, `skp_me` its
+    # key. Each line must succeed; a `# {...}` comment names keys its answer has.
+    server = serve("--manual-clock")
+    address = server.url.removeprefix("http://")
+    create = ["curl", "-s", "-X", "POST", f"{server.url}/v1/sandboxes", "-H", "X-Api-Key: skp_me"]
+    shape = '{"shape": "s-1vcpu-1gb"}'
+    made = subprocess.run([*create, "-d", shape], capture_output=True, text=True, timeout=30)
+    names = {"sb_…": json.loads(made.stdout)["data"]["id"]}
+    for line in _lines(code):
+        command, _, comment = line.partition(" #")
+        for old, new in [("127.0.0.1:8080", address), ("localhost:8080", address), *names.items()]:
+            command = command.replace(old, new)
+        assignment = re.fullmatch(r"([A-Z]+)=(\S+)", command)
+        if assignment:
+            names["$" + assignment[1]] = assignment[2]
+            continue
+        if command.startswith("fake-createos serve"):
+            continue  # the server the test started
+        argv = shlex.split(command)
+        assert argv[0] == "curl", f"a line the test cannot run: {line!r}"
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
+        assert json.loads(done.stdout)["status"] == "success", (line, done.stdout)
+        if comment.strip().startswith("{"):
+            for key in re.findall(r'"(\w+)":', comment):
+                assert f'"{key}":' in done.stdout, (line, key, done.stdout)
+
+
+_REFUSAL = re.compile(
+    r"^ *(invalid fault rule: match: no (?:route (\S+ \S+)|method '(\w+)');.*)$", re.MULTILINE
+)
+
+
+def test_every_printed_fault_rule_refusal_is_the_fakes() -> None:
+    # Printed in a list item's indented block, which _blocks does not see: search the pages.
+    printed = [found for page in PAGES for found in _REFUSAL.finditer(page.read_text())]
+    assert len(printed) >= 2
+    for found in printed:
+        match = {"route": found[2]} if found[2] else {"method": found[3]}
+        with pytest.raises(FaultError) as refused:
+            FakeCreateOS().faults.add({"match": match, "action": {"type": "reset"}})
+        assert str(refused.value) == found[1]
 
 
 def test_the_readme_test_command_is_what_ci_runs() -> None:
