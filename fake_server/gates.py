@@ -142,8 +142,13 @@ class Gate:
         The gate keeps holding later requests; :meth:`open` stops it holding at all."""
         if count is not None and count < 0:
             raise ValueError("count must not be negative")
-        oldest = self.holding if count is None else self.holding[:count]
-        return sum(self._pass(request, None) for request in list(oldest))
+        released = 0
+        for request in list(self.holding):  # oldest first
+            if count is not None and released >= count:
+                break
+            # A request whose client has just left is skipped: the next one is released.
+            released += self._pass(request, None)
+        return released
 
     def release_request(self, request: HeldRequest, outcome: str | None = None) -> bool:
         """Let one particular held request (an item of :attr:`holding`, by identity) through,

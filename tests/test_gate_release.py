@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from fake_server import FakeCreateOS, ServerConfig
-from fake_server.gates import outcomes_for
+from fake_server.gates import Gate, HeldRequest, outcomes_for
 from tests.conftest import Client, create_sandbox
 from tests.test_api_sandboxes import expect_error
 
@@ -206,3 +206,17 @@ def test_each_outcome_is_offered_only_where_it_changes_something(
     method: str, path: str, outcomes: set[str]
 ) -> None:
     assert outcomes_for(method, path) == outcomes
+
+
+async def test_a_release_skips_a_request_whose_client_just_left() -> None:
+    # Cancelled (its client gone) but not yet forgotten: the release goes to the next one.
+    gate = Gate("g")
+    gone = asyncio.ensure_future(gate.hold(HeldRequest("GET", "/gone", since="t0")))
+    stays = asyncio.ensure_future(gate.hold(HeldRequest("GET", "/stays", since="t1")))
+    await gate.wait_held(2)
+    gone.cancel()
+    assert gate.release(1) == 1
+    assert await stays is None
+    with pytest.raises(asyncio.CancelledError):
+        await gone
+    assert (gate.held, gate.passed, gate.holding) == (0, 1, [])
