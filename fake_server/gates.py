@@ -66,7 +66,18 @@ class HeldRequest:
 
 
 class GateTimeout(TimeoutError):
-    """Fewer requests reached the gate than awaited within the timeout."""
+    """Fewer requests reached the gate than awaited within the timeout.
+
+    Example:
+        >>> print(GateTimeout.waited("g", held=0, count=1, timeout=5.0))
+        gate 'g': 0 request(s) held after 5.0s, expected 1
+    """
+
+    @classmethod
+    def waited(cls, name: str, *, held: int, count: int, timeout: float) -> GateTimeout:
+        """The error of a wait for ``count`` held requests that saw ``held`` (one wording for
+        a fake in this process and one over HTTP)."""
+        return cls(f"gate {name!r}: {held} request(s) held after {timeout}s, expected {count}")
 
 
 class Gate:
@@ -192,9 +203,8 @@ class Gate:
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout)
         except asyncio.TimeoutError:
-            raise GateTimeout(
-                f"gate {self.name!r}: {self.held} request(s) held after {timeout}s, "
-                f"expected {count}"
+            raise GateTimeout.waited(
+                self.name, held=self.held, count=count, timeout=timeout
             ) from None
         finally:
             if watcher in self._watchers:

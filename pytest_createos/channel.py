@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from fake_server import ApiError, BackgroundServer, FakeCreateOS
 from fake_server.control_access import CONTROL_TOKEN_HEADER
 from fake_server.faults import FaultError
+from fake_server.gates import GateTimeout
 
 __all__ = [
     "ALIVE",
@@ -402,11 +403,9 @@ class HttpChannel:
 
     def wait_gate(self, name: str, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self.gate(name)["held"] < count:
+        while (held := int(self.gate(name)["held"])) < count:
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"gate {name!r}: fewer than {count} request(s) held after {timeout}s"
-                )
+                raise GateTimeout.waited(name, held=held, count=count, timeout=timeout)
             time.sleep(0.002)  # polling a remote server: there is nothing to await on
 
     async def async_wait_gate(self, name: str, count: int, timeout: float) -> None:

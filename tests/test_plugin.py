@@ -386,6 +386,23 @@ def test_releasing_an_unknown_gate_is_refused_not_created() -> None:
     assert fake.faults.gates == {}
 
 
+def test_a_gate_wait_times_out_alike_in_process_and_over_http() -> None:
+    from fake_server.gates import GateTimeout
+    from pytest_createos.channel import HttpChannel, LocalChannel
+
+    fake = FakeCreateOS(ServerConfig(transition_ms=0))
+    with BackgroundServer(fake) as server:
+        rule = {"match": {"route": "POST /v1/sandboxes"}, "action": {"type": "gate", "name": "g"}}
+        remote = HttpChannel(server.url)
+        remote.add_rules([rule])
+        local = LocalChannel(fake, server.url, server=server)
+        expected = "gate 'g': 0 request(s) held after 0.05s, expected 1"
+        for channel in (local, remote):
+            with pytest.raises(GateTimeout) as timed_out:
+                channel.wait_gate("g", 1, timeout=0.05)
+            assert str(timed_out.value) == expected
+
+
 # -- the marker's durations, per tenant, in process and on a shared fake --------------------
 
 TIMED_TESTS = """
