@@ -5,6 +5,9 @@ timer and a connection until the server stops."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -18,6 +21,43 @@ from tests.conftest import eventually
 KEY = {"X-Api-Key": "skp_abandon"}
 
 
+@dataclass
+class Served:
+    """A manual-clock fake served on loopback, a client session with a key, one sandbox."""
+
+    fake: FakeCreateOS
+    clock: ManualClock
+    session: aiohttp.ClientSession
+    sandbox: str
+
+    async def start(self, cmd: str) -> str:
+        """The id of a new managed process running ``cmd``; its URL is under :attr:`processes`."""
+        async with self.session.post(self.processes, json={"cmd": cmd}) as started:
+            return str((await started.json())["data"]["process_id"])
+
+    @property
+    def processes(self) -> str:
+        return f"/v1/sandboxes/{self.sandbox}/processes"
+
+
+@contextlib.asynccontextmanager
+async def served_sandbox() -> AsyncIterator[Served]:
+    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
+        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+            sandbox = (await created.json())["data"]["id"]
+        yield Served(fake, clock, session, sandbox)
+
+
+async def give_up(request: asyncio.Future[Any]) -> None:
+    """The client gives up on ``request`` and closes its connection."""
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+
+
 async def test_a_client_leaving_a_latency_fault_ends_its_request() -> None:
     fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
     clock = fake.clock
@@ -27,30 +67,24 @@ async def test_a_client_leaving_a_latency_fault_ends_its_request() -> None:
         for _ in range(3):
             request = asyncio.ensure_future(session.get("/v1/whoami"))
             await eventually(lambda: clock.pending == 1)
-            request.cancel()  # the client gives up and closes its connection
-            with pytest.raises(asyncio.CancelledError):
-                await request
+            await give_up(request)
             await eventually(lambda: clock.pending == 0)  # the server let go of its timer
         entries = fake.journal.requests(route="GET /v1/whoami")
         assert [entry.detail for entry in entries] == ["client closed the connection"] * 3
 
 
 async def test_a_connect_stream_ends_when_its_client_leaves_on_a_manual_clock() -> None:
-    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
-    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
-        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
-            sandbox = (await created.json())["data"]["id"]
-        processes = f"/v1/sandboxes/{sandbox}/processes"
-        async with session.post(processes, json={"cmd": "cat"}) as started:
-            process = (await started.json())["data"]["process_id"]
+    async with served_sandbox() as served:
+        session, processes = served.session, served.processes
+        process = await served.start("cat")
         connect = f"{processes}/{process}/connect"
         # Before any frame (the stream is open but quiet: no output, no heartbeat on this
         # clock) ...
         quiet = await session.get(connect)
         assert quiet.status == 200
-        await eventually(lambda: process_waits(fake, sandbox, process))
+        await eventually(lambda: process_waits(served.fake, served.sandbox, process))
         quiet.close()
-        await eventually(lambda: len(connects(fake)) == 1)
+        await eventually(lambda: len(connects(served.fake)) == 1)
         # ... and while following, after a first frame.
         async with session.post(
             f"{processes}/{process}/input", json={"data_base64": "aGkK"}
@@ -60,9 +94,9 @@ async def test_a_connect_stream_ends_when_its_client_leaves_on_a_manual_clock() 
         assert stream.status == 200
         assert (await stream.content.readline()).startswith(b'{"type":"data"')
         stream.close()
-        await eventually(lambda: len(connects(fake)) == 2)
+        await eventually(lambda: len(connects(served.fake)) == 2)
         # Both answered 200 (their headers went out); the journal says how they ended.
-        assert [(e.status, e.detail) for e in connects(fake)] == [
+        assert [(e.status, e.detail) for e in connects(served.fake)] == [
             (200, "client closed the connection")
         ] * 2
         # The process itself goes on (losing the output connection does not stop it).
@@ -128,22 +162,14 @@ async def test_a_wait_long_poll_ends_when_its_client_leaves() -> None:
     # PC-N long-polls wait?scope=tree&timeout_ms=30000 and gives up on cancel or timeout. The
     # wait held its task and timer until the timeout passed on the fake's clock (on a manual
     # clock, until the process exited), and the journal did not show the request meanwhile.
-    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
-    clock = fake.clock
-    assert isinstance(clock, ManualClock)
-    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
-        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
-            sandbox = (await created.json())["data"]["id"]
-        processes = f"/v1/sandboxes/{sandbox}/processes"
-        async with session.post(processes, json={"cmd": "cat"}) as started:
-            process = (await started.json())["data"]["process_id"]
-        wait = f"{processes}/{process}/wait?scope=tree&timeout_ms=30000"
-        request = asyncio.ensure_future(session.get(wait))
-        await eventually(lambda: clock.pending == 1)  # the wait's timeout timer
-        request.cancel()  # the client gives up and closes its connection
-        with pytest.raises(asyncio.CancelledError):
-            await request
-        await eventually(lambda: clock.pending == 0)  # the server let go of its timer
+    async with served_sandbox() as served:
+        process = await served.start("cat")
+        wait = f"{served.processes}/{process}/wait?scope=tree&timeout_ms=30000"
+        request = asyncio.ensure_future(served.session.get(wait))
+        await eventually(lambda: served.clock.pending == 1)  # the wait's timeout timer
+        await give_up(request)
+        await eventually(lambda: served.clock.pending == 0)  # the server let go of its timer
+        fake = served.fake
         entries = fake.journal.requests(route="GET /v1/sandboxes/{id}/processes/{pid}/wait")
         assert [entry.detail for entry in entries] == ["client closed the connection"]
 
@@ -151,18 +177,12 @@ async def test_a_wait_long_poll_ends_when_its_client_leaves() -> None:
 async def test_a_buffered_exec_whose_client_left_stops_its_command() -> None:
     # aiohttp does not cancel a handler whose client left: the exec's command ran on for
     # nobody (here, it would have created the file once the clock moved on).
-    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
-    clock = fake.clock
-    assert isinstance(clock, ManualClock)
-    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
-        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
-            sandbox = (await created.json())["data"]["id"]
+    async with served_sandbox() as served:
+        fake, clock, session, sandbox = served.fake, served.clock, served.session, served.sandbox
         script = {"cmd": "/bin/bash", "args": ["-lc", "sleep 3; touch /tmp/after"]}
         request = asyncio.ensure_future(session.post(f"/v1/sandboxes/{sandbox}/exec", json=script))
         await eventually(lambda: clock.pending == 1)  # the command sleeps
-        request.cancel()  # the client gives up and closes its connection
-        with pytest.raises(asyncio.CancelledError):
-            await request
+        await give_up(request)
         await eventually(lambda: clock.pending == 0)  # the command was stopped, its sleep too
         clock.advance(3)
         async with session.get(f"/v1/sandboxes/{sandbox}/files?path=/tmp/after") as after:
