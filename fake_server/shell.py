@@ -55,7 +55,7 @@ from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
-from fake_server.stdin_readers import wrappers  # noqa: E402
+from fake_server.stdin_readers import STDIN_READERS, wrappers  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -621,7 +621,15 @@ def _plan(cmd: str, args: list[str]) -> _Plan:
                 return _Plan("\n".join([*settings, operands[0]]))
         elif not operands:
             return _Plan("", repl=True)
-    return _Plan(shlex.join([cmd, *args]))
+    return _Plan(shlex.join([_program(cmd), *args]))
+
+
+def _program(cmd: str) -> str:
+    """A stdin reader named by its path in a program directory (``/bin/cat``) runs by its bare
+    name: the live-input wrappers are bash functions, and bash looks a function up only for a
+    name without a slash, so ``{"cmd": "/bin/cat"}`` would otherwise read EOF at once."""
+    directory, name = posixpath.split(cmd)
+    return name if directory in PROGRAM_DIRS and name in STDIN_READERS else cmd
 
 
 def _incomplete(bash: bashkit.Bash, script: str) -> bool:

@@ -327,6 +327,36 @@ async def test_cat_streams_live_input_until_stdin_closes(h: Harness) -> None:
     assert out.getvalue() == b"first second"
 
 
+@pytest.mark.parametrize("cat", ["/bin/cat", "/usr/bin/cat"])
+async def test_a_reader_named_by_its_path_streams_live_input(h: Harness, cat: str) -> None:
+    # A client that starts a process as {"cmd": "/bin/cat"} (a duplex channel) used to see it
+    # exit 0 at once: the live-input wrapper is a bash function, and bash never looks a
+    # function up for a name with a slash.
+    stdin, out = StdinReader(closed=False), BufferSink()
+    run = asyncio.ensure_future(
+        h.shell.run(h.invocation(cat, stdin=stdin, stdout=out, live_stdin=True))
+    )
+    stdin.feed(b"first ")
+    await wait_for_output(out, b"first ")
+    assert not run.done()
+    stdin.feed(b"second")
+    stdin.close()
+    assert await run == 0
+    assert out.getvalue() == b"first second"
+
+
+async def test_a_reader_named_by_its_path_reads_live_input_through_a_pipe(h: Harness) -> None:
+    stdin, out = StdinReader(closed=False), BufferSink()
+    run = asyncio.ensure_future(
+        h.shell.run(h.invocation("/usr/bin/wc", "-c", stdin=stdin, stdout=out, live_stdin=True))
+    )
+    await settle()
+    stdin.feed(b"12345")
+    stdin.close()
+    assert await run == 0
+    assert out.getvalue().split() == [b"5"]
+
+
 async def test_a_process_that_ignores_stdin_exits_at_its_end(h: Harness) -> None:
     out = BufferSink()
     invocation = h.invocation(
