@@ -64,7 +64,10 @@ AUTO_PAUSE_RANGE = "must be between 60 and 86400"
 BANDWIDTH_QUOTA = "cannot be set on create"
 ENV_NAME_INVALID = "environment variable names must match [A-Za-z_][A-Za-z0-9_]*"
 ENV_UNDECLARED = "env overrides may only use keys declared when the sandbox was created"
-NOT_RUNNING = "sandbox is {status}; resume it before accessing files"
+#: A sandbox that is not running refuses exec, files, processes and its desktop; the answer
+#: says what would get it running (the paused one is the real service's wording).
+NOT_RUNNING = "sandbox is {status}; {remedy} before {action}"
+NOT_RUNNING_GONE = "sandbox is {status} and cannot run again; create a new one"
 CANNOT_PAUSE = "sandbox is {status}; only a running sandbox can be paused"
 CANNOT_RESUME = "sandbox is {status}; only a paused or errored sandbox can be resumed"
 CANNOT_FORK = "sandbox is {status}; only a paused sandbox can be forked"
@@ -127,7 +130,6 @@ DELEGATED_FORBIDDEN = (
 
 # Computer use
 NO_DESKTOP = "sandbox rootfs {rootfs} has no desktop; create it from a desktop rootfs ({desktops})"
-DESKTOP_NOT_RUNNING = "sandbox is {status}; resume it before using its desktop"
 SCREEN_NOT_FOUND = "screen not found"
 SCREENS_FULL = "all {count} screens exist; delete one first"
 PRIMARY_SCREEN = "screen-0 is the primary screen and cannot be deleted"

@@ -67,6 +67,16 @@ class Status(str, enum.Enum):
 TERMINAL = frozenset({Status.DESTROYED, Status.FAILED})
 #: Statuses that still hold their name (names are unique among these).
 LIVE = frozenset(Status) - TERMINAL
+#: What gets a sandbox that is not running running again, as its 409s say it (a status not
+#: here, going or gone, never runs again).
+_RUN_AGAIN = {
+    Status.PAUSED: "resume it",
+    Status.ERROR: "resume it",
+    Status.PAUSING: "resume it once it is paused",
+    Status.CREATING: "wait until it is running",
+    Status.RESUMING: "wait until it is running",
+    Status.FORKING: "wait until it is running",
+}
 #: Statuses in which PATCH, egress and ssh keys may still change the sandbox.
 MODIFIABLE = frozenset(
     {
@@ -219,10 +229,27 @@ class Lifecycle:
             raise ApiError.conflict(errors.CANNOT_FORK, sandbox.status.value)
 
     @staticmethod
-    def check_running(sandbox: Sandbox) -> None:
-        """Exec, files and processes need a running sandbox (409 otherwise)."""
-        if sandbox.status is not Status.RUNNING:
-            raise ApiError.conflict(errors.NOT_RUNNING, sandbox.status.value)
+    def check_running(sandbox: Sandbox, action: str = "accessing files") -> None:
+        """Exec, files and processes (``action``: what the caller wanted to do) need a running
+        sandbox: 409 otherwise, saying what would get it running.
+
+        Example:
+            >>> from types import SimpleNamespace
+            >>> try:
+            ...     Lifecycle.check_running(SimpleNamespace(status=Status.PAUSING))
+            ... except ApiError as refused:
+            ...     print(refused.status, refused.message)
+            409 sandbox is pausing; resume it once it is paused before accessing files
+        """
+        status = sandbox.status
+        if status is Status.RUNNING:
+            return
+        remedy = _RUN_AGAIN.get(status)
+        if remedy is None:
+            raise ApiError(409, errors.NOT_RUNNING_GONE.format(status=status.value))
+        raise ApiError(
+            409, errors.NOT_RUNNING.format(status=status.value, remedy=remedy, action=action)
+        )
 
     @staticmethod
     def check_modifiable(sandbox: Sandbox) -> None:

@@ -124,7 +124,7 @@ async def test_a_desktop_that_is_not_running_is_a_conflict_and_keeps_its_state(
     await call(client, "POST", computer(desktop, "/mouse/move"), json={"x": 7, "y": 9})
     await call(client, "POST", f"/v1/sandboxes/{desktop}/pause")
     answer = await fail(client, "GET", computer(desktop, "/cursor"), 409)
-    assert answer["message"] == errors.DESKTOP_NOT_RUNNING.format(status="paused")
+    assert answer["message"] == "sandbox is paused; resume it before using its desktop"
     await call(client, "POST", f"/v1/sandboxes/{desktop}/resume")
     # Pausing keeps memory: the desktop is where it was.
     assert await call(client, "GET", computer(desktop, "/cursor")) == {"x": 7, "y": 9}

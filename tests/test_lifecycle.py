@@ -162,7 +162,21 @@ def test_runtime_needs_running(status: Status) -> None:
     with pytest.raises(ApiError) as caught:
         Lifecycle.check_running(sandbox)
     assert caught.value.status == 409
-    assert caught.value.message == f"sandbox is {status.value}; resume it before accessing files"
+    # It says what would get the sandbox running: "resume it" only where a resume would.
+    remedy = {
+        Status.PAUSED: "resume it before accessing files",
+        Status.ERROR: "resume it before accessing files",
+        Status.PAUSING: "resume it once it is paused before accessing files",
+        Status.CREATING: "wait until it is running before accessing files",
+        Status.RESUMING: "wait until it is running before accessing files",
+        Status.FORKING: "wait until it is running before accessing files",
+    }.get(status)
+    expected = (
+        f"sandbox is {status.value}; {remedy}"
+        if remedy
+        else f"sandbox is {status.value} and cannot run again; create a new one"
+    )
+    assert caught.value.message == expected
 
 
 def test_held_transition_waits_for_release(machine: Lifecycle, clock: ManualClock) -> None:

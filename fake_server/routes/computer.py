@@ -44,7 +44,7 @@ from fake_server.desktop import (
     Screen,
 )
 from fake_server.errors import ApiError
-from fake_server.lifecycle import Status
+from fake_server.lifecycle import Lifecycle
 from fake_server.routes.common import (
     SANDBOX,
     Handler,
@@ -105,8 +105,7 @@ def desk_of(request: web.Request, *, screen: bool = True) -> Desk:
     if sandbox.rootfs not in DESKTOP_ROOTFS:
         desktops = ", ".join(sorted(DESKTOP_ROOTFS))
         raise ApiError(409, errors.NO_DESKTOP.format(rootfs=sandbox.rootfs, desktops=desktops))
-    if sandbox.status is not Status.RUNNING:
-        raise ApiError.conflict(errors.DESKTOP_NOT_RUNNING, sandbox.status.value)
+    Lifecycle.check_running(sandbox, "using its desktop")
     screen_id = (request.query.get("screen_id") or None) if screen else None
     if screen_id is not None and screen_id not in SCREEN_IDS:
         raise ApiError.invalid("screen_id", f"must be one of {', '.join(SCREEN_IDS)}")
