@@ -113,7 +113,8 @@ ACTION_TYPES: dict[str, ActionSpec] = {
         "a process `DELETE` leaves the tree running and answers `tree_exited: false`"
     ),
     "stale_read": ActionSpec(
-        "`GET` of a sandbox still answers the status it had before its last transition"
+        "`GET` of a sandbox still answers the status it had before its last pause, resume or "
+        "destroy was accepted (`paused` after a resume), even once that has finished"
     ),
     "stuck": ActionSpec("the sandbox's transition (current or next) never finishes until released"),
     "transition_error": ActionSpec(
@@ -456,8 +457,8 @@ class RuleShortcuts(Generic[RuleT, GateT]):
         return self._shortcut(Action("process_survives"), match)
 
     def stale_read(self, **match: Any) -> RuleT:
-        """``GET`` of a sandbox still answers the status it had before its last transition (the
-        old status lingering right after an accepted pause or resume)."""
+        """``GET`` of a sandbox still answers the status it had before its last pause, resume or
+        destroy was accepted (the old status lingering right after it, even once it finished)."""
         return self._shortcut(Action("stale_read"), match)
 
 

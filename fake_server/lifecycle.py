@@ -333,7 +333,7 @@ class Lifecycle:
 
     def _finish(self, sandbox: Sandbox, pending: PendingTransition) -> None:
         sandbox.pending = None
-        self._set(sandbox, pending.outcome or pending.target, pending.cause)
+        self._set(sandbox, pending.outcome or pending.target, pending.cause, settling=True)
 
     def abandon(self, sandbox: Sandbox) -> None:
         """Drop the sandbox's in-flight transition and armed faults (its tenant is gone)."""
@@ -347,9 +347,20 @@ class Lifecycle:
                 pending.timer.cancel()
             sandbox.pending = None
 
-    def _set(self, sandbox: Sandbox, status: Status, cause: str, *, initial: bool = False) -> None:
+    def _set(
+        self,
+        sandbox: Sandbox,
+        status: Status,
+        cause: str,
+        *,
+        initial: bool = False,
+        settling: bool = False,
+    ) -> None:
         previous = None if initial else sandbox.status
-        sandbox.previous_status = previous
+        if not settling:
+            # A settling step ends the action that began it; what a lagging read still shows
+            # is the status before that action (`paused` after a resume), not its midway one.
+            sandbox.previous_status = previous
         sandbox.status = status
         _stamp(sandbox, status, self.clock.wall())
         self._on_event(TransitionEvent(sandbox.id, sandbox.tenant, previous, status, cause))

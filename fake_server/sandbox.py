@@ -62,7 +62,8 @@ class Sandbox:
     auto_pause_after_seconds: int | None = None
     forked_from: str | None = None
     status: Status = Status.CREATING
-    #: The status before the last transition (what a stale read answers).
+    #: The status before the last pause, resume, destroy or forced status (what a stale read
+    #: answers, even once that action has settled).
     previous_status: Status | None = None
     pending: PendingTransition | None = None
     running_at: datetime | None = None

@@ -619,14 +619,21 @@ async def test_missing_exit_status_and_duplicate_replay(
     assert (await response.text()).splitlines() == ['{"exit_code":null}']
 
 
-async def test_stale_read_shows_the_status_before_the_transition(
-    fake: FakeCreateOS, client: Client, sandbox_id: str
+@pytest.mark.parametrize(
+    ("action", "before", "after"), [("pause", "running", "paused"), ("resume", "paused", "running")]
+)
+async def test_stale_read_shows_the_status_before_the_accepted_action(
+    fake: FakeCreateOS, client: Client, sandbox_id: str, action: str, before: str, after: str
 ) -> None:
-    await client.post(f"/v1/sandboxes/{sandbox_id}/pause")
+    # Transitions finish at once here: the lagging read must still show the old status (what
+    # trips Paperclip's b51bb95 client after its resume POST), not the midway `resuming`.
+    if action == "resume":
+        await client.post(f"/v1/sandboxes/{sandbox_id}/pause")
+    await client.post(f"/v1/sandboxes/{sandbox_id}/{action}")
     fake.faults.stale_read(route="GET /v1/sandboxes/{id}", times=1)
     first = (await (await client.get(f"/v1/sandboxes/{sandbox_id}")).json())["data"]
     second = (await (await client.get(f"/v1/sandboxes/{sandbox_id}")).json())["data"]
-    assert (first["status"], second["status"]) == ("pausing", "paused")
+    assert (first["status"], second["status"]) == (before, after)
 
 
 async def test_client_leaving_a_held_request_is_not_an_error(

@@ -56,15 +56,16 @@ async def test_lingering_old_status_after_submit_is_tolerated(env: FakeEnv) -> N
     """The newer Paperclip sequence: paused, paused, resuming, running — one resume POST."""
     lease = await env.acquire()
     await env.release(lease)
-    # The first GET (before the POST) is honest; the one right after the POST is stale.
-    stale = env.fake.faults.stale_read(route="GET /v1/sandboxes/{id}", times=1, after=1)
+    # The lookup GET and the first poll (both before the POST) are honest; the poll right after
+    # the POST is stale and still says `paused`.
+    stale = env.fake.faults.stale_read(route="GET /v1/sandboxes/{id}", times=1, after=2)
     sandbox = env.sandbox(lease)
     env.fake.state_faults.stick(sandbox)
     mark = env.last_seq()
     task = asyncio.ensure_future(env.resume(lease))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 5
-    while len(env.fake.journal.requests(route="GET /v1/sandboxes/{id}", since=mark)) < 3:
+    while len(env.fake.journal.requests(route="GET /v1/sandboxes/{id}", since=mark)) < 4:
         assert loop.time() < deadline
         await asyncio.sleep(0.001)
     assert stale.fired == 1
