@@ -86,6 +86,17 @@ async def create_sandbox(client: TestClient[Any, Any], **fields: Any) -> dict[st
     return data
 
 
+async def output_reaches(client: TestClient[Any, Any], base: str, seq: int) -> None:
+    """Wait until the process at ``base`` has exactly ``seq`` output frames (as its view says;
+    a bounded poll: the pipe between a command and the journal is not the test's to await)."""
+    for _ in range(5000):
+        view = (await (await client.get(base)).json())["data"]
+        if view["output"]["newest_seq"] >= seq:
+            break
+        await asyncio.sleep(0.001)
+    assert view["output"]["newest_seq"] == seq, view
+
+
 async def process_with_frames(
     client: TestClient[Any, Any], sandbox_id: str, chunks: list[bytes]
 ) -> str:
@@ -103,12 +114,7 @@ async def process_with_frames(
             f"{base}/input", json={"data_base64": base64.b64encode(chunk).decode()}
         )
         assert sent.status == 200, await sent.text()
-        for _ in range(5000):
-            view = (await (await client.get(base)).json())["data"]
-            if view["output"]["newest_seq"] >= seq:
-                break
-            await asyncio.sleep(0.001)
-        assert view["output"]["newest_seq"] == seq, view
+        await output_reaches(client, base, seq)
     await (await client.post(f"{base}/stdin/close")).read()
     await (await client.get(f"{base}/wait")).read()
     return process_id

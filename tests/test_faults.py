@@ -26,7 +26,14 @@ from fake_server.lifecycle import Status
 from fake_server.routes import route_table
 from fake_server.routes.ndjson import MALFORMED_LINE
 from fake_server.sandboxes import CreateSpec
-from tests.conftest import Client, ClientFactory, create_sandbox, eventually, process_with_frames
+from tests.conftest import (
+    Client,
+    ClientFactory,
+    create_sandbox,
+    eventually,
+    output_reaches,
+    process_with_frames,
+)
 from tests.test_api_sandboxes import expect_error
 
 MARKER = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
@@ -322,12 +329,7 @@ async def test_stream_cuts_come_right_after_their_frame_on_a_quiet_process(
     process_id = (await (await client.post(base, json={"cmd": "cat"})).json())["data"]["process_id"]
     chunk = base64.b64encode(b"1\n").decode()
     await (await client.post(f"{base}/{process_id}/input", json={"data_base64": chunk})).read()
-    for _ in range(5000):
-        view = (await (await client.get(f"{base}/{process_id}")).json())["data"]
-        if view["output"]["newest_seq"] == 1:
-            break
-        await asyncio.sleep(0.001)
-    assert view["output"]["newest_seq"] == 1, view
+    await output_reaches(client, f"{base}/{process_id}", 1)
     route = "/v1/sandboxes/{id}/processes/{pid}/connect"
     fake.faults.stream(kind, after_frames=after_frames, route=route, times=1)
     response = await client.get(f"{base}/{process_id}/connect?after=0")

@@ -138,12 +138,14 @@ class FakeEnv:
         """``METHOD path`` of the requests started after ``sent_count()`` returned ``count``."""
         return [f"{s.method} {urlsplit(s.url).path}" for s in self.recorded.sent[count:]]
 
-    async def wait_sent(self, path_suffix: str, timeout: float = 5.0) -> None:
-        """Wait until the provider has started a request whose path ends with the suffix."""
+    async def wait_sent(self, path_suffix: str, count: int = 1, timeout: float = 5.0) -> None:
+        """Wait until the provider has started ``count`` requests whose path ends with the
+        suffix."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not any(urlsplit(s.url).path.endswith(path_suffix) for s in self.recorded.sent):
-            assert loop.time() < deadline, f"no request to *{path_suffix} was sent"
+        sent = self.recorded.sent
+        while sum(urlsplit(s.url).path.endswith(path_suffix) for s in sent) < count:
+            assert loop.time() < deadline, f"fewer than {count} requests to *{path_suffix} sent"
             await asyncio.sleep(0.001)
 
     def last_seq(self) -> int:

@@ -72,15 +72,6 @@ async def journal_shows(ctx: Any, env: FakeEnv, frames: int) -> None:
         await ctx.sleep(0.001)
 
 
-async def wait_connects(env: FakeEnv, count: int, timeout: float = 5.0) -> None:
-    """Wait until the provider has started ``count`` connects to a process output stream."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while len(connect_cursors(env)) < count:
-        assert loop.time() < deadline, f"fewer than {count} connects were sent"
-        await asyncio.sleep(0.001)
-
-
 async def test_command_runs_as_a_quoted_bash_script(env: FakeEnv) -> None:
     seen: list[list[str]] = []
 
@@ -447,7 +438,7 @@ async def test_replayed_duplicates_are_dropped(env: FakeEnv) -> None:
     env.fake.faults.stream("disconnect", after_frames=1, times=1, route=route)
     env.fake.faults.stream("duplicate", times=1, after=1, route=route)
     task = asyncio.create_task(env.execute(lease, "hold"))
-    await wait_connects(env, 2)
+    await env.wait_sent("/connect", count=2)
     hold.released.set()
     result = await task
     assert (result.exit_code, result.timed_out) == (0, False)
