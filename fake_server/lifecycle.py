@@ -67,11 +67,12 @@ class Status(str, enum.Enum):
 TERMINAL = frozenset({Status.DESTROYED, Status.FAILED})
 #: Statuses that still hold their name (names are unique among these).
 LIVE = frozenset(Status) - TERMINAL
+#: Statuses a resume is accepted from.
+RESUMABLE = frozenset({Status.PAUSED, Status.ERROR})
 #: What gets a sandbox that is not running running again, as its 409s say it (a status not
 #: here, going or gone, never runs again).
 _RUN_AGAIN = {
-    Status.PAUSED: "resume it",
-    Status.ERROR: "resume it",
+    **dict.fromkeys(RESUMABLE, "resume it"),
     Status.PAUSING: "resume it once it is paused",
     Status.CREATING: "wait until it is running",
     Status.RESUMING: "wait until it is running",
@@ -209,7 +210,7 @@ class Lifecycle:
 
     def resume(self, sandbox: Sandbox) -> None:
         """``paused|error → resuming → running``; 409 from any other status."""
-        if sandbox.status not in (Status.PAUSED, Status.ERROR):
+        if sandbox.status not in RESUMABLE:
             raise ApiError.conflict(errors.CANNOT_RESUME, sandbox.status.value)
         self._set(sandbox, Status.RESUMING, "resume")
         self._begin(sandbox, Status.RUNNING, "resume", self.durations_for(sandbox).resume)

@@ -106,8 +106,9 @@ async def _faulted(
     # A cut comes right after the `after`-th frame, not when a later frame happens to arrive:
     # a quiet process (one that wrote and now waits) must still see its line drop.
     cut = kind in ("disconnect", "malformed_frame")
+    cut_line = MALFORMED_LINE if kind == "malformed_frame" else None  # None: the line drops
     if cut and after <= 0:
-        yield MALFORMED_LINE if kind == "malformed_frame" else None
+        yield cut_line
         return
     sent = 0
     skipped = False
@@ -123,5 +124,5 @@ async def _faulted(
         yield _encode(frame)
         sent += 1
         if cut and sent >= after and not _is_exit(frame):
-            yield MALFORMED_LINE if kind == "malformed_frame" else None
+            yield cut_line
             return
