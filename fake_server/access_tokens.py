@@ -20,9 +20,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from fake_server import errors
@@ -117,6 +118,9 @@ class AccessTokens:
         self._wall = wall
         self._by_sandbox: dict[str, AccessToken] = {}
         self._by_token: dict[str, AccessToken] = {}
+        #: The live tokens, read-only: the request layer reads it for every request (a map's
+        #: own ``get`` costs less than a call to :meth:`grant`).
+        self.live: Mapping[str, AccessToken] = MappingProxyType(self._by_token)
 
     def _mint(self) -> str:
         while True:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from aiohttp.web_urldispatcher import _InfoDict
 
     from fake_server.fake import FakeCreateOS
+    from fake_server.tenants import Tenant
 
 __all__ = ["CLIENT_LEFT", "UNROUTED", "build_app", "register_routes"]
 
@@ -231,13 +232,18 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                 check_control_access(request.host, request.headers, fake.config, token=needs_token)
             if authenticated:
                 key = presented_key(request.headers)
-                grant = fake.access_tokens.grant(key)
-                tenant = fake.tenants.resolve(key) if grant is None else grant.owner
+                grant: AccessToken | None = None
+                tenant: Tenant | None = None
+                if key is not None:  # the maps' own lookups: fewer calls on every request
+                    grant = fake.access_tokens.live.get(key)
+                    tenant = fake.tenants.known.get(key) if grant is None else grant.owner
+                if tenant is None:  # no key (401), or one seen first now (or 401 if strict)
+                    tenant = fake.tenants.resolve(key)
                 tenant.last_seen = started
                 request_scope.tenant = tenant
                 tenant_id = tenant.id
                 if sandbox_id is not None:
-                    sandbox = tenant.sandboxes.get(sandbox_id)
+                    sandbox = request_scope.sandbox = tenant.sandboxes.get(sandbox_id)
                     # Its plain value, not the member (which the garbage collector tracks): a
                     # journaled request then holds nothing the collector must keep visiting.
                     arrived_as = sandbox.status._value_ if sandbox is not None else None
@@ -288,18 +294,18 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                     # show a status the client never got.
                     detail = CLIENT_LEFT
             if journaled:
-                # request.rel_url.path is what request.path reads, without its Python call.
                 journal.request(
                     opened,
                     started,
                     known_method or request.method,
                     template,
-                    request.rel_url.path,
+                    # As it came: the journal decodes it when read (~2k instructions less).
+                    request.raw_path,
                     tenant_id,
                     sandbox_id,
                     arrived_as,
                     response.status if response is not None else None,
-                    (clock.now() - started) * 1000,
+                    clock.now(),
                     request_scope.rules,
                     detail or request_scope.detail,
                 )

@@ -165,7 +165,7 @@ class _HardenedServer(web.Server):
         journal = self.fake.journal
         now = self.fake.clock.now()
         journal.request(
-            journal.ticket(), now, "", None, "", None, None, None, status, 0.0, (), text
+            journal.ticket(), now, "", None, "", None, None, None, status, now, (), text
         )
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
+from yarl import URL
+
 from fake_server.clock import RealClock, isoformat
 from fake_server.route_table import RouteTable
 
@@ -145,6 +147,9 @@ class Journal:
         self.routes = routes
         self._entries: deque[Entry | _Packed] = deque(maxlen=capacity)
         self._tickets = itertools.count(1)
+        #: Draws the next ordering ticket (requests draw one on arrival): the counter's own
+        #: ``next``, as a call of a method of ours would cost more on every request.
+        self.ticket: Callable[[], int] = self._tickets.__next__
         self._wall_at = wall_at or RealClock().wall_at
         #: Items appended since the journal was made or cleared: what it dropped and what may
         #: still be packed follow from it, so recording a request only counts.
@@ -170,10 +175,6 @@ class Journal:
         """How many of the oldest entries the ring has let go of since it was made or cleared."""
         return self._appended - len(self._entries)
 
-    def ticket(self) -> int:
-        """Draw the next ordering ticket (requests draw one on arrival)."""
-        return next(self._tickets)
-
     def record(self, entry: Entry) -> Entry:
         self._append(entry)
         return entry
@@ -184,20 +185,23 @@ class Journal:
         at: float,
         method: str,
         route: str | None,
-        path: str,
+        target: str,
         tenant: str | None,
         sandbox: str | None,
         sandbox_status: str | None,
         status: int | None,
-        duration_ms: float,
+        finished: float,
         rules: tuple[str, ...],
         detail: str | None,
     ) -> None:
-        """Record a finished request (its ``seq`` is drawn now).
+        """Record a finished request (its ``seq`` is drawn now); ``at`` and ``finished`` are
+        clock readings, ``target`` is the path as sent (percent-encoded; anything from a ``?``
+        on is left out of the entry).
 
         The request layer calls this once per request, positionally: building an
-        :class:`Entry` costs more than serving a cached ``GET``, so the entry is built the
-        first time someone reads the journal. ``sandbox_status`` may be a str enum's member.
+        :class:`Entry` costs more than serving a cached ``GET``, so the entry (its duration,
+        its decoded path) is built the first time someone reads the journal.
+        ``sandbox_status`` may be a str enum's member.
         """
         # _append's work, inline: this runs on every request.
         self._entries.append(
@@ -207,12 +211,12 @@ class Journal:
                 at,
                 method,
                 route,
-                path,
+                target,
                 tenant,
                 sandbox,
                 sandbox_status,
                 status,
-                duration_ms,
+                finished,
                 rules,
                 detail,
             )
@@ -239,6 +243,8 @@ class Journal:
         status = found["sandbox_status"]
         found["sandbox_status"] = status.value if isinstance(status, enum.Enum) else status
         found["rules"] = list(found["rules"])
+        found["duration_ms"] = (found.pop("finished") - found["at"]) * 1000
+        found["path"] = _request_path(found.pop("target"))
         return Entry(kind="request", time=self._wall_at(found["at"]), **found)
 
     def clear(self) -> None:
@@ -460,4 +466,20 @@ def _near_misses(entries: list[Entry], route: str) -> str:
 
 #: The fields of a packed request, in order: its ``seq``, then what :meth:`Journal.request`
 #: takes, read off its signature so the two cannot drift apart.
+def _request_path(target: str) -> str:
+    """The decoded path of a request target, as aiohttp gives a request's ``path``: the
+    origin form (``/v1/a%2Fb?x=1`` -> ``/v1/a/b``), or a whole URL's path. A ``#`` in a target
+    (which no client sends) starts its fragment, as in a URL; some aiohttp versions split
+    ``/x#f?y`` at the ``?`` instead.
+
+    Example:
+        >>> _request_path("/v1/%E2%82%AC?limit=1"), _request_path("http://h/a%20b")
+        ('/v1/€', '/a b')
+    """
+    if target.startswith("/"):
+        path = target.partition("?")[0].partition("#")[0]
+        return URL.build(path=path, encoded=True).path
+    return URL(target, encoded=True).path
+
+
 _PACKED_FIELDS = ("seq", *list(inspect.signature(Journal.request).parameters)[1:])

@@ -7,8 +7,9 @@ registered keys are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from fake_server import errors
@@ -143,6 +144,9 @@ class Tenants:
         self._ids = ids
         self.strict = strict
         self._by_key: dict[str, Tenant] = {}
+        #: The registered keys' tenants, read-only: the request layer reads it for every
+        #: request, and only a key it does not hold goes through :meth:`resolve`.
+        self.known: Mapping[str, Tenant] = MappingProxyType(self._by_key)
         #: Registered tenants by id: a fresh id never repeats a live one, even after a reseed
         #: starts the id sequence again.
         self._by_id: dict[str, Tenant] = {}

@@ -350,13 +350,14 @@ def test_dashboard_with_a_control_token_in_chromium() -> None:
 def _unanswered(fake: FakeCreateOS) -> None:
     """Journal a DELETE answered after its client left, and one whose connection dropped."""
     journal = fake.journal
+    now = fake.clock.now()
     for sandbox, status, detail in (
         ("sb_left", 200, CLIENT_LEFT),
         ("sb_dropped", None, "connection closed without a response"),
     ):
         journal.request(
             journal.ticket(),
-            fake.clock.now(),
+            now,
             "DELETE",
             "/v1/sandboxes/{id}",
             f"/v1/sandboxes/{sandbox}",
@@ -364,7 +365,7 @@ def _unanswered(fake: FakeCreateOS) -> None:
             sandbox,
             None,
             status,
-            63_672.0,
+            now + 63.672,
             (),
             detail,
         )

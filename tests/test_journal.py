@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 import pytest
 
+from fake_server import FakeCreateOS
 from fake_server.clock import MANUAL_EPOCH, ManualClock
 from fake_server.journal import Entry, Journal, JournalAssertionError
 from fake_server.lifecycle import Status
 from fake_server.routes import route_table
+from fake_server.runner import serve
 
 
 def request(journal: Journal, method: str, route: str, path: str, **fields: object) -> Entry:
@@ -111,14 +114,17 @@ def test_packed_requests_read_back_as_entries_in_order_with_their_wall_time() ->
         Entry(seq=journal.ticket(), opened=0, kind="transition", at=0.0, time="t", after="running")
     )
     journal.request(
-        opened, 2.5, "GET", "/v1/sandboxes/{id}", "/v1/sandboxes/sb_1", "usr_1", "sb_1",
-        Status.PAUSING, 200, 1.25, ("rule_1",), None,
+        opened, 2.5, "GET", "/v1/sandboxes/{id}", "/v1/sandboxes/sb%5F1?verbose=1", "usr_1",
+        "sb_1", Status.PAUSING, 200, 2.75, ("rule_1",), None,
     )  # fmt: skip
     entries = list(journal)
     assert entries[0] is transition
     request = entries[1]
     assert (request.seq, request.opened, request.kind) == (3, 1, "request")
     assert request.time == MANUAL_EPOCH + timedelta(seconds=2.5)
+    # The path as aiohttp decodes a request's (stored as it came), the duration from the
+    # two clock readings: both built on read.
+    assert (request.path, request.duration_ms) == ("/v1/sandboxes/sb_1", 250.0)
     # The enum is stored as it came and read back as the API's plain string.
     assert request.sandbox_status == "pausing"
     assert type(request.sandbox_status) is str
@@ -132,11 +138,11 @@ def test_packed_requests_count_against_the_ring() -> None:
     journal = Journal(capacity=2)
     for index in range(4):
         journal.request(
-            journal.ticket(), 0.0, "GET", "/healthz", f"/healthz?{index}", None, None,
+            journal.ticket(), 0.0, "GET", "/healthz", f"/healthz/{index}", None, None,
             None, 200, 0.1, (), None,
         )  # fmt: skip
     assert journal.dropped == 2
-    assert [entry.path for entry in journal.tail(5)] == ["/healthz?2", "/healthz?3"]
+    assert [entry.path for entry in journal.tail(5)] == ["/healthz/2", "/healthz/3"]
     assert isinstance(journal.tail(1)[0].time, datetime)  # real wall time by default
 
 
@@ -218,3 +224,23 @@ def test_a_route_nobody_serves_says_what_was_meant() -> None:
         journal.assert_not_requested("DELETE /v1/sandboxes/:id")
     journal.assert_not_requested("POST /v1/sandboxes/{id}/pause")
     journal.assert_not_requested("POST /v1/sandboxes/sb_X/pause")
+
+
+async def test_a_served_requests_path_is_journaled_decoded_as_aiohttp_decodes_it() -> None:
+    """The request layer journals the target as it came; the entry shows it decoded, as
+    ``request.path`` would: percent-escapes decoded, the query left out, a whole URL's path."""
+    fake = FakeCreateOS()
+    targets = {
+        "/v1/sandboxes/sb%5Fnope?verbose=1": "/v1/sandboxes/sb_nope",
+        "/v1/%E2%82%AC/a%2Fb": "/v1/€/a/b",
+        "http://127.0.0.1/v1/sandboxes?limit=1": "/v1/sandboxes",
+    }
+    async with serve(fake) as url:
+        host, port = url.removeprefix("http://").split(":")
+        for target in targets:
+            reader, writer = await asyncio.open_connection(host, int(port))
+            head = f"GET {target} HTTP/1.1\r\nHost: x\r\nX-Api-Key: skp_t\r\nConnection: close\r\n"
+            writer.write(head.encode() + b"\r\n")
+            assert (await reader.read()).startswith(b"HTTP/1.1 ")
+            writer.close()
+        assert [entry.path for entry in fake.journal.requests()] == list(targets.values())

@@ -98,6 +98,9 @@ class RequestScope:
     #: Sent as ``X-Request-ID``; streams need it before their headers go out.
     request_id: str = ""
     tenant: Tenant | None = None
+    #: The sandbox ``{id}`` names in the caller's tenant, as found on arrival (None when the
+    #: route names none, or the tenant has no such sandbox): the route need not look it up again.
+    sandbox: Sandbox | None = None
     #: Fault actions a handler carries out itself (stream faults, surviving processes).
     #: Replaced, never changed in place (the default is shared).
     directives: Mapping[str, Mapping[str, Any]] = NO_DIRECTIVES
@@ -223,10 +226,14 @@ _DESTROYED = Status.DESTROYED
 def sandbox_of(request: web.Request) -> Sandbox:
     """The sandbox named by ``{id}`` in the caller's tenant (404 otherwise); a deleted one
     answers 404 too when the fake is configured so."""
-    sandbox = tenant_of(request).get(request.match_info["id"])
-    # The status first: it settles the question for every sandbox but a destroyed one.
-    if sandbox.status is _DESTROYED and fake_of(request).config.deleted == "404":
-        raise ApiError(404, errors.SANDBOX_NOT_FOUND)
+    current = SCOPE.get(None)
+    sandbox = current.sandbox if current is not None else None
+    # The status first: it settles the question for every sandbox but a destroyed one, which
+    # is looked up again (a destroyed sandbox may have been forgotten since it arrived).
+    if sandbox is None or sandbox.status is _DESTROYED:
+        sandbox = tenant_of(request).get(request.match_info["id"])
+        if sandbox.status is _DESTROYED and fake_of(request).config.deleted == "404":
+            raise ApiError(404, errors.SANDBOX_NOT_FOUND)
     return sandbox
 
 

@@ -159,7 +159,8 @@ async def list_sandboxes(request: web.Request) -> web.Response:
 
 async def get(request: web.Request) -> web.Response:
     sandbox = sandbox_of(request)
-    if "stale_read" in scope().directives and sandbox.previous_status is not None:
+    # A sandbox that never changed status has nothing stale to show: the scope goes unread.
+    if sandbox.previous_status is not None and "stale_read" in scope().directives:
         view = sandbox.view()
         view["status"] = sandbox.previous_status.value
         return ok(view)
