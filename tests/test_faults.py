@@ -318,6 +318,55 @@ async def test_stream_faults_on_connect(
     assert base64.b64decode(replay[0]["data_base64"]) == b"2\n"
 
 
+async def raw_body(client: Client, path: str, api_key: str) -> bytes:
+    """The body of a chunked answer, read over a bare socket up to the end of the connection:
+    what the fake wrote before it cut a stream (aiohttp's client drops the lines it holds when
+    it sees the cut), complete chunks only."""
+    assert client.port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
+    request = f"GET {path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: {api_key}\r\nConnection: close\r\n"
+    writer.write(request.encode() + b"\r\n")
+    answer = b""
+    with contextlib.suppress(ConnectionError):
+        while data := await asyncio.wait_for(reader.read(1 << 16), timeout=5):
+            answer += data
+    writer.close()
+    head, _, chunked = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 "), head
+    body = b""
+    while b"\r\n" in chunked:
+        size_line, _, rest = chunked.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0 or len(rest) < size + 2:
+            break
+        body, chunked = body + rest[:size], rest[size + 2 :]
+    return body
+
+
+@pytest.mark.parametrize("kind", ["disconnect", "malformed_frame"])
+@pytest.mark.parametrize("after_frames", [1, 2, 3])
+async def test_a_cut_comes_after_exactly_its_frame_of_frames_written_together(
+    fake: FakeCreateOS,
+    client: Client,
+    sandbox_id: str,
+    api_key: str,
+    kind: str,
+    after_frames: int,
+) -> None:
+    # The four frames are in the journal before the connect: its writer takes them as one
+    # batch, which it writes in one go without a fault. The fault still counts them one by one.
+    chunks = [b"1\n", b"2\n", b"3\n", b"4\n"]
+    process_id = await process_with_frames(client, sandbox_id, chunks)
+    route = "/v1/sandboxes/{id}/processes/{pid}/connect"
+    fake.faults.stream(kind, after_frames=after_frames, route=route, times=1)
+    path = f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect"
+    lines = (await raw_body(client, path, api_key)).splitlines()
+    seqs = [json.loads(line)["seq"] for line in lines[:after_frames]]
+    assert seqs == list(range(1, after_frames + 1))
+    cut = [MALFORMED_LINE.rstrip(b"\n")] if kind == "malformed_frame" else []
+    assert lines[after_frames:] == cut
+
+
 @pytest.mark.parametrize("kind", ["disconnect", "malformed_frame"])
 @pytest.mark.parametrize("after_frames", [0, 1])
 async def test_stream_cuts_come_right_after_their_frame_on_a_quiet_process(

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from fake_server import CommandContext, FakeCreateOS, ManualClock, ServerConfig
 from fake_server.clock import RealClock
@@ -19,7 +20,13 @@ from fake_server.processes import CONNECT_BATCH, ManagedProcess, OutputFrame
 from fake_server.routes.ndjson import WRITE_SLICE
 from fake_server.runtime import ExecSpec
 from fake_server.streams import LoopBudget
-from tests.conftest import Client, ClientFactory, create_sandbox, eventually
+from tests.conftest import (
+    Client,
+    ClientFactory,
+    create_sandbox,
+    eventually,
+    process_with_frames,
+)
 
 KEY = "skp_slices"
 #: Larger than the default 1 MiB journal, and far more than one slice or one connect batch.
@@ -89,6 +96,32 @@ async def test_a_large_replay_is_the_journal_byte_for_byte(aiohttp_client: Clien
     exit_line = b'{"type":"exit","exit_code":0,"signal":null}\n'
     assert body == b"".join(data_line(frame) for frame in frames) + exit_line
     assert b"".join(frame.data for frame in frames) == blob
+
+
+async def test_frames_at_hand_are_written_in_one_go_each_its_own_line(
+    aiohttp_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, client = await fake_client(aiohttp_client)
+    sandbox_id = (await create_sandbox(client))["id"]
+    chunks = [b"one\n", b"two\n", b"three\n"]
+    process_id = await process_with_frames(client, sandbox_id, chunks)
+    writes: list[bytes] = []
+    write = web.StreamResponse.write
+
+    async def recorded(response: web.StreamResponse, data: bytes) -> None:
+        writes.append(bytes(data))
+        await write(response, data)
+
+    monkeypatch.setattr(web.StreamResponse, "write", recorded)
+    body = await (
+        await client.get(f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/connect")
+    ).read()
+
+    frames = fake.tenant(KEY).get(sandbox_id).processes[process_id].output.since(0)
+    lines = [data_line(frame) for frame in frames]
+    assert [frame.seq for frame in frames] == [1, 2, 3]
+    assert writes == [b"".join(lines), b'{"type":"exit","exit_code":0,"signal":null}\n']
+    assert body.splitlines(keepends=True) == [*lines, writes[1]]
 
 
 async def test_a_large_exec_stream_keeps_its_frames(aiohttp_client: ClientFactory) -> None:

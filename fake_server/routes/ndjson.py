@@ -1,6 +1,10 @@
 """NDJSON answers (exec streams, process ``connect``): written in slices that never hold the
 loop long, and bent as a stream fault rule asks.
 
+A stream is an async iterator of frames (wire dicts, or frames that encode themselves, see
+:class:`EncodedFrame`) and of lists of frames: those at hand together, each still its own line,
+written in one go (a write per frame cost a system call and a wake-up of the client per frame).
+
 Example::
 
     return await stream_ndjson(request, frames)   # frames: an async iterator of dicts
@@ -9,8 +13,8 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias
 
 from aiohttp import web
 
@@ -20,7 +24,27 @@ from fake_server.header_names import X_REQUEST_ID
 from fake_server.routes.common import CLIENT_CLOSED, scope, unless_client_leaves
 from fake_server.streams import LoopBudget
 
-__all__ = ["MALFORMED_LINE", "WRITE_SLICE", "stream_ndjson"]
+__all__ = ["MALFORMED_LINE", "WRITE_SLICE", "EncodedFrame", "Frame", "StreamItem", "stream_ndjson"]
+
+
+class EncodedFrame(Protocol):
+    """A frame that writes its own NDJSON line (a process's data frame), faster than the JSON
+    encoder would; its wire dict is still at hand for a stream fault to look at.
+
+    Example::
+
+        frame.ndjson() == json.dumps(frame.as_json(), separators=(",", ":")).encode() + b"\\n"
+    """
+
+    def as_json(self) -> dict[str, Any]: ...
+
+    def ndjson(self) -> bytes: ...
+
+
+#: One frame of a stream: a wire dict, or an :class:`EncodedFrame`.
+Frame: TypeAlias = dict[str, Any] | EncodedFrame
+#: What a stream yields: a frame, or frames at hand together (a list: written in one go).
+StreamItem: TypeAlias = Frame | Sequence[Frame]
 
 
 #: What a ``malformed_frame`` stream fault writes instead of a frame.
@@ -28,11 +52,16 @@ MALFORMED_LINE = b'{"type":"data","seq":\n'
 
 
 async def stream_ndjson(
-    request: web.Request, frames: AsyncIterator[dict[str, Any]], *, exec_frames: bool = False
+    request: web.Request, frames: AsyncIterator[StreamItem], *, exec_frames: bool = False
 ) -> web.StreamResponse:
     """Write ``frames`` as NDJSON lines, applying a stream fault if a rule asked for one; a
     client that goes away just ends the stream. ``exec_frames``: the frames are an exec
-    stream's (one key each), so a fault's own frames must be too."""
+    stream's (one key each), so a fault's own frames must be too.
+
+    Example::
+
+        return await stream_ndjson(request, process.connect_batches(after=0, heartbeat_s=5))
+    """
     fault = scope().directives.get("stream")
     response = web.StreamResponse(
         headers={
@@ -42,7 +71,7 @@ async def stream_ndjson(
         }
     )
     await response.prepare(request)
-    lines = _faulted(frames, fault, exec_frames) if fault else _lines(frames)
+    lines = _faulted(_one_by_one(frames), fault, exec_frames) if fault else _lines(frames)
     # A stream waiting for output (heartbeats run on the fake's clock, and a manual clock may
     # never move) still ends when its client leaves.
     try:
@@ -71,13 +100,36 @@ async def _write(
     await response.write_eof()
 
 
-def _encode(frame: dict[str, Any]) -> bytes:
-    return json.dumps(frame, separators=(",", ":")).encode() + b"\n"
+def _encode(frame: Frame) -> bytes:
+    if isinstance(frame, dict):
+        return json.dumps(frame, separators=(",", ":")).encode() + b"\n"
+    return frame.ndjson()
 
 
-async def _lines(frames: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes | None]:
-    async for frame in frames:
-        yield _encode(frame)
+async def _lines(items: AsyncIterator[StreamItem]) -> AsyncIterator[bytes | None]:
+    """The lines of the stream: a list's lines joined, up to about a slice per write."""
+    async for item in items:
+        if not isinstance(item, Sequence):
+            yield _encode(item)
+            continue
+        lines: list[bytes] = []
+        size = 0
+        for frame in item:
+            line = _encode(frame)
+            lines.append(line)
+            size += len(line)
+            if size >= WRITE_SLICE:
+                yield b"".join(lines)
+                lines, size = [], 0
+        if lines:
+            yield b"".join(lines)
+
+
+async def _one_by_one(items: AsyncIterator[StreamItem]) -> AsyncIterator[dict[str, Any]]:
+    """The stream's frames one by one, as wire dicts (what a stream fault counts and reads)."""
+    async for item in items:
+        for frame in item if isinstance(item, Sequence) else (item,):
+            yield frame if isinstance(frame, dict) else frame.as_json()
 
 
 def _is_exit(frame: dict[str, Any]) -> bool:

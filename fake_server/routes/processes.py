@@ -121,12 +121,12 @@ async def connect(request: web.Request) -> web.StreamResponse:
     if fault is not None and fault["kind"] == "duplicate":
         after = 0  # replay everything, ignoring the cursor: the client sees duplicates
     fake = fake_of(request)
-    frames: AsyncIterator[OutputFrame | dict[str, Any]]
+    frames: AsyncIterator[list[OutputFrame] | dict[str, Any]]
     try:
         # The cursor is checked before anything is sent (the answer may be a 410); then the
         # headers go out at once: a client that waits for its stream to open before it feeds
         # the process (a start-gate file, stdin) must not wait for the first frame.
-        frames = process.connect(after=after, heartbeat_s=fake.config.heartbeat_s)
+        frames = process.connect_batches(after=after, heartbeat_s=fake.config.heartbeat_s)
     except OutputEvicted as evicted:
         if fake.config.eviction == "http":
             raise ApiError(
@@ -135,7 +135,7 @@ async def connect(request: web.Request) -> web.StreamResponse:
                 data={"oldest_available_seq": evicted.oldest_available_seq},
             ) from None
         frames = _evicted(evicted.oldest_available_seq)
-    return await stream_ndjson(request, _wire(frames))
+    return await stream_ndjson(request, frames)
 
 
 async def _evicted(oldest_available_seq: int) -> AsyncIterator[dict[str, Any]]:
@@ -145,14 +145,6 @@ async def _evicted(oldest_available_seq: int) -> AsyncIterator[dict[str, Any]]:
         "error": errors.OUTPUT_EVICTED,
         "oldest_available_seq": oldest_available_seq,
     }
-
-
-async def _wire(
-    frames: AsyncIterator[OutputFrame | dict[str, Any]],
-) -> AsyncIterator[dict[str, Any]]:
-    """Wire dicts for ``frames``."""
-    async for frame in frames:
-        yield frame.as_json() if isinstance(frame, OutputFrame) else frame
 
 
 INPUT = BodySchema(obj({"data_base64": BASE64}), required=True)
