@@ -10,7 +10,9 @@
 - A client that stops reading an answer for ``write_timeout_s`` is cut off, and the part of
   the answer buffered for it is dropped (otherwise every stalled download stays in memory).
 - A handler may ask to end with its client (:func:`end_with_client`): aiohttp does not cancel
-  handlers whose client left, and a buffered ``/exec`` would run its command on for nobody.
+  handlers whose client left, and a buffered ``/exec`` would run its command on for nobody. A
+  request that waits learns that its client left from the same signal (:func:`connection_closed`)
+  rather than by asking the transport over and over.
 
 Example::
 
@@ -32,12 +34,11 @@ from aiohttp.web_request import BaseRequest
 
 from fake_server import errors
 from fake_server.errors import ApiError
-from fake_server.routes.common import encode
 
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["end_with_client", "harden_connections"]
+__all__ = ["connection_closed", "end_with_client", "harden_connections"]
 
 log = logging.getLogger("fake_server")
 
@@ -56,6 +57,8 @@ class _HardenedRequestHandler(RequestHandler):
         self._write_deadline: asyncio.TimerHandle | None = None
         #: Whether the request being handled ends when its client leaves (end_with_client).
         self.ends_with_client = False
+        #: Done once the connection is lost; made when a request first asks (connection_closed).
+        self._lost: asyncio.Future[None] | None = None
 
     # -- headers -----------------------------------------------------------------------------
 
@@ -129,6 +132,16 @@ class _HardenedRequestHandler(RequestHandler):
             # (most handlers are better left to finish what they started).
             self._task_handler.cancel()
         super().connection_lost(exc)
+        if self._lost is not None and not self._lost.done():
+            self._lost.set_result(None)
+
+    def lost(self) -> asyncio.Future[None]:
+        """A future done once this connection is lost (already done if it is)."""
+        if self._lost is None:
+            self._lost = self._loop.create_future()
+            if self.transport is None:
+                self._lost.set_result(None)
+        return self._lost
 
     # -- answers aiohttp gives itself --------------------------------------------------------
 
@@ -140,6 +153,9 @@ class _HardenedRequestHandler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         # Neither ``message`` nor ``exc`` is shown or logged: both may quote the request.
+        # Imported here: the routes' common module reads this one's connection_closed.
+        from fake_server.routes.common import encode
+
         log.info("fake-createos: answered %d to a request it could not parse", status)
         if request.writer.output_size > 0:  # an answer is already on its way: nothing to add
             raise ConnectionError("the response was already being sent")
@@ -184,6 +200,21 @@ def end_with_client(request: web.Request, ending: bool) -> None:
     protocol = request.protocol
     if isinstance(protocol, _HardenedRequestHandler):
         protocol.ends_with_client = ending
+
+
+def connection_closed(request: web.Request) -> asyncio.Future[None] | None:
+    """A future done once the connection of ``request`` is lost (its client left, or the
+    server closed it), on a connection :func:`harden_connections` made; ``None`` elsewhere.
+    Shared by the connection's requests: await it shielded.
+
+    Example::
+
+        lost = connection_closed(request)
+        if lost is not None:
+            await asyncio.shield(lost)
+    """
+    protocol = request.protocol
+    return protocol.lost() if isinstance(protocol, _HardenedRequestHandler) else None
 
 
 def harden_connections(runner: web.BaseRunner, fake: FakeCreateOS) -> None:

@@ -15,6 +15,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from fake_server import errors
 from fake_server.api_schema import Operation, integer, query
 from fake_server.errors import ApiError
+from fake_server.http_protocol import connection_closed
 from fake_server.lifecycle import Status
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.tenants import Tenant
@@ -280,8 +281,9 @@ def read_raw_body(request: web.Request) -> Awaitable[bytes]:
     return read_bytes(request, fake_of(request).config.max_json_bytes)
 
 
-#: How often a request that waits looks whether its client is still there (real time: a client
-#: giving up is a real-world event, not one on the fake's clock).
+#: How often a request that waits looks whether its client is still there, on a connection the
+#: fake did not harden (real time: a client giving up is a real-world event, not one on the
+#: fake's clock).
 CLIENT_POLL_S = 0.05
 
 
@@ -292,7 +294,12 @@ async def until_client_leaves(request: web.Request) -> None:
     so a request waiting on something that never comes (a hang fault, a gate, a latency on a
     manual clock) would keep its task until the server stops, and never reach the journal.
     """
-    # Polled: aiohttp offers no event or callback for "this request's connection closed".
+    lost = connection_closed(request)
+    if lost is not None:  # the fake's own connections say when they close
+        await asyncio.shield(lost)
+        return
+    # Polled elsewhere (aiohttp_client(fake.app()), say): aiohttp itself offers no event or
+    # callback for "this request's connection closed".
     while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
         await asyncio.sleep(CLIENT_POLL_S)
 

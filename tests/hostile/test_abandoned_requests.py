@@ -16,6 +16,7 @@ from aiohttp import web
 
 from fake_server import FakeCreateOS, ManualClock, ServerConfig, serve
 from fake_server.app import CLIENT_LEFT
+from fake_server.routes import common
 from tests.conftest import eventually
 
 KEY = {"X-Api-Key": "skp_abandon"}
@@ -71,6 +72,25 @@ async def test_a_client_leaving_a_latency_fault_ends_its_request() -> None:
             await eventually(lambda: clock.pending == 0)  # the server let go of its timer
         entries = fake.journal.requests(route="GET /v1/whoami")
         assert [entry.detail for entry in entries] == ["client closed the connection"] * 3
+
+
+async def test_the_fakes_own_connections_tell_a_waiting_request_its_client_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a connection the fake hardened (``serve``, ``BackgroundServer``, the fixtures), a
+    waiting request learns that its client left when the connection is lost, not by polling:
+    with a poll that would take an hour, the request still ends at once."""
+    monkeypatch.setattr(common, "CLIENT_POLL_S", 3600.0)
+    fake = FakeCreateOS(ServerConfig(seed=1, manual_clock=True, transition_ms=0))
+    clock = fake.clock
+    assert isinstance(clock, ManualClock)
+    fake.faults.latency(86_400_000, route="GET /v1/whoami")
+    async with serve(fake) as url, aiohttp.ClientSession(url, headers=KEY) as session:
+        request = asyncio.ensure_future(session.get("/v1/whoami"))
+        await eventually(lambda: clock.pending == 1)
+        await give_up(request)
+        await eventually(lambda: len(fake.journal.requests(route="GET /v1/whoami")) == 1)
+        assert clock.pending == 0
 
 
 async def test_a_connect_stream_ends_when_its_client_leaves_on_a_manual_clock() -> None:
