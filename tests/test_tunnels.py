@@ -206,6 +206,24 @@ async def test_the_control_api_starts_and_stops_the_built_in_echo(
     assert fake.tunnels.ports(sandbox["id"]) == []
 
 
+async def test_the_control_api_starts_no_service_on_a_sandbox_going_away(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    paused, doomed = await create_sandbox(client), await create_sandbox(client)
+    assert (await client.post(f"/v1/sandboxes/{paused['id']}/pause")).status == 200
+    assert (await client.delete(f"/v1/sandboxes/{doomed['id']}")).status == 200
+    # A paused sandbox's service answers once it runs again ...
+    path = f"/_fake/sandboxes/{paused['id']}/tunnels/5000"
+    assert (await client.put(path, json={"service": "echo"})).status == 200
+    # ... a destroyed one's never would: refused, not stored.
+    refused = await client.put(
+        f"/_fake/sandboxes/{doomed['id']}/tunnels/5000", json={"service": "echo"}
+    )
+    assert refused.status == 409
+    assert "destroyed" in (await refused.json())["message"]
+    assert fake.tunnels.ports(doomed["id"]) == []
+
+
 async def test_services_go_with_their_sandbox_and_with_a_reset(
     client: Client, fake: FakeCreateOS
 ) -> None:

@@ -93,6 +93,8 @@ async def listen(request: web.Request) -> web.Response:
     if name not in BUILT_IN:
         raise ApiError.invalid("service", f"must be one of {', '.join(BUILT_IN)}")
     sandbox = fake_of(request).find_sandbox(request.match_info["id"])
+    # A sandbox going away drops its services: one started now would never answer.
+    Lifecycle.check_modifiable(sandbox)
     fake_of(request).tunnels.listen(sandbox.id, _port(request), BUILT_IN[name])
     return ok({"listening": True})
 
@@ -133,7 +135,7 @@ ROUTES: Routes = (
             "fakeListen",
             "Start a built-in service on a port of a sandbox (for tunnels)",
             ok_response("Listening.", flag("listening")),
-            errors=(*BODY_ERRORS, 404),
+            errors=(*BODY_ERRORS, 404, 409),
             body=SERVICE,
         ),
     ),
