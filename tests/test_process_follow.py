@@ -52,6 +52,22 @@ def seqs(batch: list[OutputFrame] | dict[str, Any]) -> list[int]:
     return [frame.seq for frame in batch]
 
 
+Batches = AsyncIterator[list[OutputFrame] | dict[str, Any]]
+
+
+async def gathering(
+    process: ManagedProcess, first: bytes, *, gather_s: float = FOREVER_S
+) -> tuple[Batches, asyncio.Future[Any]]:
+    """A follower that took ``first`` (the process's first frame) as its batch and now waits
+    for its next one: the batches, and that next batch, pending."""
+    write(process, first)
+    batches = process.connect_batches(after=0, heartbeat_s=60, gather_s=gather_s)
+    assert seqs(await anext(batches)) == [1]
+    following = asyncio.ensure_future(anext(batches))
+    await turns()
+    return batches, following
+
+
 @pytest.mark.parametrize("stream", ["stdout", "stderr", "pty"])
 @pytest.mark.parametrize("seq", [1, 10**12])
 def test_a_data_frame_line_is_its_wire_dict_in_compact_json(stream: str, seq: int) -> None:
@@ -71,11 +87,7 @@ async def test_the_frames_at_hand_come_as_one_batch_then_one_by_one_through_conn
 
 async def test_a_busy_follower_gathers_until_enough_bytes_arrived() -> None:
     process = managed()
-    write(process, b"first")
-    batches = process.connect_batches(after=0, heartbeat_s=60, gather_s=FOREVER_S)
-    assert seqs(await anext(batches)) == [1]
-    following = asyncio.ensure_future(anext(batches))
-    await turns()
+    _, following = await gathering(process, b"first")
     chunk = b"x" * 4096
     written = 0
     while written + len(chunk) < GATHER_BYTES:  # output arrives, short of the gathering's bytes
@@ -91,11 +103,7 @@ async def test_a_busy_follower_gathers_until_enough_bytes_arrived() -> None:
 
 async def test_a_gathering_ends_at_half_the_cap_so_nothing_is_evicted_meanwhile() -> None:
     process = managed(output_cap=8)
-    write(process, b"1")
-    batches = process.connect_batches(after=0, heartbeat_s=60, gather_s=FOREVER_S)
-    assert seqs(await anext(batches)) == [1]
-    following = asyncio.ensure_future(anext(batches))
-    await turns()
+    _, following = await gathering(process, b"1")
     write(process, b"222")
     await turns()
     assert not following.done()
@@ -105,11 +113,7 @@ async def test_a_gathering_ends_at_half_the_cap_so_nothing_is_evicted_meanwhile(
 
 async def test_the_exit_ends_a_gathering_at_once() -> None:
     process = managed()
-    write(process, b"first")
-    batches = process.connect_batches(after=0, heartbeat_s=60, gather_s=FOREVER_S)
-    assert seqs(await anext(batches)) == [1]
-    following = asyncio.ensure_future(anext(batches))
-    await turns()
+    batches, following = await gathering(process, b"first")
     write(process, b"last words")
     await turns()
     assert not following.done()
@@ -121,11 +125,7 @@ async def test_the_exit_ends_a_gathering_at_once() -> None:
 async def test_a_gathering_ends_when_its_window_runs_out() -> None:
     # A command that wrote a little and then waits (for input, say) is not held back longer.
     process = managed()
-    write(process, b"first")
-    batches = process.connect_batches(after=0, heartbeat_s=60, gather_s=0.01)
-    assert seqs(await anext(batches)) == [1]
-    following = asyncio.ensure_future(anext(batches))
-    await turns()
+    _, following = await gathering(process, b"first", gather_s=0.01)
     write(process, b"prompt> ")
     assert seqs(await asyncio.wait_for(following, 5)) == [2]
 
@@ -160,17 +160,9 @@ async def test_waits_that_end_without_output_leave_no_waiter_behind() -> None:
     assert process._waiters == []
 
 
-async def drain(batches: AsyncIterator[list[OutputFrame] | dict[str, Any]]) -> list[Any]:
-    return [batch async for batch in batches]
-
-
 async def test_a_follower_cancelled_while_gathering_leaves_no_waiter() -> None:
     process = managed()
-    write(process, b"first")
-    batches = process.connect_batches(after=0, heartbeat_s=60, gather_s=FOREVER_S)
-    assert seqs(await anext(batches)) == [1]
-    following = asyncio.ensure_future(drain(batches))
-    await turns()
+    _, following = await gathering(process, b"first")
     write(process, b"more")
     await turns()
     assert len(process._waiters) == 1
