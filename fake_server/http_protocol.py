@@ -29,6 +29,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
@@ -156,15 +157,28 @@ class _HardenedRequestHandler(RequestHandler):
         # Imported here: the routes' common module reads this one's connection_closed.
         from fake_server.routes.common import encode
 
-        log.info("fake-createos: answered %d to a request it could not parse", status)
         if request.writer.output_size > 0:  # an answer is already on its way: nothing to add
             raise ConnectionError("the response was already being sent")
-        text = errors.REQUEST_UNPARSABLE if status < 500 else HTTPStatus(status).phrase.lower()
-        self._manager.journal_unparsable(status, text)
+        if _opens_http2(exc):
+            # A client trying HTTP/2 first (the TypeScript SDK does, on every request over
+            # http://) falls back to HTTP/1.1 on this answer: a probe, not a request of the
+            # API, so neither journaled (over a third of its entries were these) nor logged as one.
+            log.debug("fake-createos: declined an HTTP/2 connection preface")
+            text = errors.HTTP2_DECLINED
+        else:
+            log.info("fake-createos: answered %d to a request it could not parse", status)
+            text = errors.REQUEST_UNPARSABLE if status < 500 else HTTPStatus(status).phrase.lower()
+            self._manager.journal_unparsable(status, text)
         body = encode(ApiError(status, text).envelope())
         response = web.Response(status=status, body=body, content_type="application/json")
         response.force_close()  # what follows a request that could not be parsed is noise
         return response
+
+
+def _opens_http2(exc: BaseException | None) -> bool:
+    """Whether aiohttp's parser stopped at an HTTP/2 connection preface (``PRI * HTTP/2.0``):
+    its C parser says so in these words (elsewhere it is just unparsable)."""
+    return isinstance(exc, BadHttpMessage) and exc.message.startswith("Pause on PRI/Upgrade")
 
 
 class _HardenedServer(web.Server):

@@ -78,6 +78,30 @@ async def test_unparsable_requests_get_the_envelope_and_no_echo(
     assert status == 200
 
 
+#: What a client trying HTTP/2 without negotiation first sends: the connection preface, then
+#: its SETTINGS frame.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+async def test_an_http2_preface_is_declined_without_a_journal_entry(
+    served: tuple[FakeCreateOS, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The TypeScript SDK tries HTTP/2 on every request over http:// and falls back to
+    HTTP/1.1 on the refusal: the probe gets a plain answer, and stays out of the journal (over a
+    third of its entries were these) and out of the log's info lines."""
+    caplog.set_level(logging.INFO)
+    fake, url = served
+    status, headers, body = await exchange(url, HTTP2_PREFACE)
+    assert status == 400
+    assert headers["Content-Type"].startswith("application/json")
+    assert json.loads(body)["message"] == errors.HTTP2_DECLINED
+    assert fake.journal.entries() == []
+    assert not any("fake-createos" in record.getMessage() for record in caplog.records)
+    # The HTTP/1.1 request that follows is served.
+    raw = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    assert (await exchange(url, raw))[0] == 200
+
+
 async def test_a_path_with_an_encoded_newline_reaches_the_catch_all(
     served: tuple[FakeCreateOS, str],
 ) -> None:
