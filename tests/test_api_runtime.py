@@ -277,10 +277,16 @@ async def test_connect_opens_before_the_first_frame(aiohttp_client: ClientFactor
     assert frames[-1] == {"type": "exit", "exit_code": 0, "signal": None}
 
 
-async def test_wait_times_out_with_408(client: Client, sandbox_id: str) -> None:
+# The Go SDK sends ``scope=`` (empty) when its caller sets no scope: a leader wait (contract §12).
+@pytest.mark.parametrize("scope", ["", "scope=&"], ids=["omitted", "empty"])
+async def test_wait_times_out_with_408(client: Client, sandbox_id: str, scope: str) -> None:
     process = await start(client, sandbox_id, "cat")  # waits for stdin forever
     base = f"/v1/sandboxes/{sandbox_id}/processes/{process['process_id']}"
-    await expect_error(await client.get(f"{base}/wait?timeout_ms=10"), 408)
+    await expect_error(await client.get(f"{base}/wait?{scope}timeout_ms=10"), 408)
+    assert (await client.post(f"{base}/stdin/close")).status == 200
+    waited = await client.get(f"{base}/wait?{scope}timeout_ms=1000")
+    assert waited.status == 200
+    assert (await waited.json())["data"]["leader_exited"] is True
 
 
 async def test_signal_and_delete_end_the_tree(client: Client, sandbox_id: str) -> None:
