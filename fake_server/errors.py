@@ -153,7 +153,9 @@ class ApiError(Exception):
 
     4xx answers are ``{"status": "fail", ...}``, 5xx answers ``{"status": "error", ...}``; both
     carry ``message`` and a numeric ``code`` (the HTTP status), which is what the official SDK
-    reads first. ``data`` carries field-keyed validation details when there are any.
+    reads first. ``data`` carries field-keyed validation details when there are any; a ``fail``
+    without them carries its message there too, as the real service's does (the TypeScript SDK
+    reads only ``data``).
 
     Example::
 
@@ -187,6 +189,8 @@ class ApiError(Exception):
         }
         if self.data is not None:
             body["data"] = self.data
+        elif self.status < 500:
+            body["data"] = self.message
         return body
 
     @classmethod

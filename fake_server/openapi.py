@@ -61,17 +61,16 @@ __all__ = ["build_document", "document"]
 
 
 def _error_envelope(status_kind: str, codes: Schema, description: str) -> Schema:
-    return obj(
-        {"status": const(status_kind), "message": string(), "code": codes},
-        {
-            "data": {
-                "description": 'Field-keyed details (`{"shape": "unknown shape"}`), a string, '
-                "or extra facts such as `oldest_available_seq`.",
-                "anyOf": [{"type": "object"}, {"type": "string"}],
-            }
-        },
-        description=description,
-    )
+    data = {
+        "description": 'Field-keyed details (`{"shape": "unknown shape"}`), extra facts such as '
+        "`oldest_available_seq`, or else (a `fail`) the message again, which clients that read "
+        "only `data` show.",
+        "anyOf": [{"type": "object"}, {"type": "string"}],
+    }
+    fields = {"status": const(status_kind), "message": string(), "code": codes}
+    if status_kind == "fail":  # every fail carries it
+        return obj({**fields, "data": data}, description=description)
+    return obj(fields, {"data": data}, description=description)
 
 
 def _sandbox_view() -> Schema:
@@ -482,7 +481,9 @@ def build_document() -> dict[str, Any]:
             "version": "1",
             "description": "The in-memory fake of the CreateOS sandbox API (pytest-createos). "
             'JSON answers are JSend envelopes: `{"status":"success","data":...}`, errors '
-            '`{"status":"fail"|"error","message":...,"code":<http status>,"data"?}`. '
+            '`{"status":"fail","message":...,"code":<http status>,"data":...}` (`data`: field '
+            "details, or the message again) and "
+            '`{"status":"error","message":...,"code":<http status>}`. '
             "Fault rules (`/_fake/faults`) can make any `/v1` route answer any status, drop "
             "the connection, truncate a body or hang; those answers are not listed per "
             "operation. The control API under `/_fake/` needs no key.",

@@ -67,6 +67,21 @@ async def test_missing_key_is_401_in_the_envelope(
     await expect_error(await client.get("/v1/sandboxes", headers=headers), 401, "API key")
 
 
+async def test_a_fail_carries_its_message_in_data_too_and_an_error_does_not(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    """The TypeScript SDK shows only a fail's ``data``; the other clients read ``message``
+    first. A fail without field details says its message in both; one with them keeps them."""
+    missing = await expect_error(await client.get("/v1/sandboxes/sb_nope"), 404, "not found")
+    assert missing["data"] == missing["message"]
+    invalid = await expect_error(await client.post("/v1/sandboxes", json={"shape": 7}), 400)
+    assert isinstance(invalid["data"], dict)
+    assert "shape" in invalid["data"]
+    fake.faults.error(503, route="GET /v1/whoami", times=1)
+    injected = await expect_error(await client.get("/v1/whoami"), 503)
+    assert "data" not in injected
+
+
 async def test_strict_mode_accepts_only_registered_keys(aiohttp_client: ClientFactory) -> None:
     fake = FakeCreateOS(ServerConfig(strict=True, api_keys=("skp_known",), transition_ms=0))
     client = await aiohttp_client(fake.app())

@@ -76,7 +76,8 @@ async def test_what_is_not_a_credential_is_refused(
     response = await client.get("/v1/sandboxes", headers=headers)
     assert response.status == 401
     body = await response.json()
-    assert body == {"status": "fail", "message": "missing or invalid API key", "code": 401}
+    message = "missing or invalid API key"
+    assert body == {"status": "fail", "message": message, "code": 401, "data": message}
 
 
 async def test_strict_mode_accepts_a_registered_key_under_any_header(
