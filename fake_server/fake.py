@@ -333,7 +333,7 @@ class FakeCreateOS:
             "tenants": [
                 {
                     "id": tenant.id,
-                    "sandboxes": [_sandbox_state(sandbox) for sandbox in tenant.sandboxes.values()],
+                    "sandboxes": _sandbox_states(tenant),
                     "networks": [network.view(members=True) for network in tenant.networks],
                     "disks": tenant.disks.state(),
                     "has_credit": tenant.has_credit,
@@ -349,6 +349,17 @@ class FakeCreateOS:
                 "dropped": self.journal.dropped,
             },
         }
+
+    def tenant_sandboxes(self, tenant_id: str) -> list[dict[str, Any]]:
+        """One tenant's sandboxes as :meth:`state` lists them (views with their processes);
+        none for a tenant the fake does not have.
+
+        Example::
+
+            fake.tenant_sandboxes(fake.tenant(key).id)  # [{'id': 'sb_...', 'processes': [...]...}]
+        """
+        tenant = self.tenants.by_id(tenant_id)
+        return [] if tenant is None else _sandbox_states(tenant)
 
     def info(self) -> dict[str, Any]:
         """Who this is, and the settings a client must know before relying on them: the seed,
@@ -435,6 +446,10 @@ class FakeCreateOS:
                 detail=detail,
             )
         )
+
+
+def _sandbox_states(tenant: Tenant) -> list[dict[str, Any]]:
+    return [_sandbox_state(sandbox) for sandbox in tenant.sandboxes.values()]
 
 
 def _sandbox_state(sandbox: Sandbox) -> dict[str, Any]:

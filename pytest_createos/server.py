@@ -21,7 +21,7 @@ from typing import Any
 from fake_server.faults import RuleShortcuts
 from fake_server.journal import Entry, Journal
 from fake_server.routes import route_table
-from pytest_createos.channel import ALIVE, ControlChannel, tenant_sandboxes
+from pytest_createos.channel import ALIVE, ControlChannel
 
 __all__ = [
     "BlockingCallError",
@@ -285,7 +285,7 @@ class CreateosServer:
     @property
     def state(self) -> list[dict[str, Any]]:
         """This tenant's sandboxes (views with their processes)."""
-        return tenant_sandboxes(self.channel, self.tenant_id)
+        return self.channel.sandboxes(self.tenant_id)
 
     def live_sandboxes(self) -> list[dict[str, Any]]:
         """Sandboxes still alive (what the leak check reports)."""

@@ -131,8 +131,7 @@ class RemoteHands(Hands):
         return entries[-1].seq if entries else since
 
     def _read_views(self) -> None:
-        tenants = self.channel.state(self.tenant_id)["tenants"]
-        self._views = list(tenants[0]["sandboxes"]) if tenants else []
+        self._views = self.channel.sandboxes(self.tenant_id)
 
     def poll(self) -> tuple[object, ...]:
         """Read what is held and what the journal gained; returns what settling compares."""
