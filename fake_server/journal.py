@@ -464,8 +464,6 @@ def _near_misses(entries: list[Entry], route: str) -> str:
     return "Closest requests:\n" + "\n".join("  " + entry.describe() for entry in similar[-10:])
 
 
-#: The fields of a packed request, in order: its ``seq``, then what :meth:`Journal.request`
-#: takes, read off its signature so the two cannot drift apart.
 def _request_path(target: str) -> str:
     """The decoded path of a request target, as aiohttp gives a request's ``path``: the
     origin form (``/v1/a%2Fb?x=1`` -> ``/v1/a/b``), or a whole URL's path. A ``#`` in a target
@@ -482,4 +480,6 @@ def _request_path(target: str) -> str:
     return URL(target, encoded=True).path
 
 
+#: The fields of a packed request, in order: its ``seq``, then what :meth:`Journal.request`
+#: takes, read off its signature so the two cannot drift apart.
 _PACKED_FIELDS = ("seq", *list(inspect.signature(Journal.request).parameters)[1:])
