@@ -14,7 +14,7 @@ Example::
 
     tokens = AccessTokens(ids, clock.wall)
     issued = tokens.enable(tenant, sandbox)   # issued.token: 'skp_sb_...', shown once
-    tokens.grant(issued.token)                # the AccessToken: its owner and sandbox
+    tokens.live.get(issued.token)             # the AccessToken: its owner and sandbox
     tokens.rotate(sandbox)               # a new token; the old one no longer resolves
 """
 
@@ -118,8 +118,8 @@ class AccessTokens:
         self._wall = wall
         self._by_sandbox: dict[str, AccessToken] = {}
         self._by_token: dict[str, AccessToken] = {}
-        #: The live tokens, read-only: the request layer reads it for every request (a map's
-        #: own ``get`` costs less than a call to :meth:`grant`).
+        #: The live tokens by token, read-only: ``live.get(key)`` is the token a key is, if it
+        #: is one (the request layer asks on every request: a map's own ``get``, no call of ours).
         self.live: Mapping[str, AccessToken] = MappingProxyType(self._by_token)
 
     def _mint(self) -> str:
@@ -157,15 +157,6 @@ class AccessTokens:
         issued = self._by_sandbox.pop(sandbox.id, None)
         if issued is not None:
             del self._by_token[issued.token]
-
-    def grant(self, key: str | None) -> AccessToken | None:
-        """The token ``key`` is, if it is a live one.
-
-        Example::
-
-            tokens.grant("skp_sb_...")   # AccessToken(sandbox='sb_...', created_at=...)
-        """
-        return self._by_token.get(key) if key is not None else None
 
     def forget_tenant(self, tenant_id: str) -> None:
         """Revoke every token of a tenant that is being dropped."""

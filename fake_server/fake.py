@@ -205,7 +205,7 @@ class FakeCreateOS:
                     changes[name] = check_duration_ms(ms)
                 except ValueError as exc:
                     raise ValueError(f"{name}: {exc}") from None
-        tenant = self.tenants.get(api_key)
+        tenant = self.tenants.known.get(api_key)
         if tenant is None:
             raise ApiError(404, errors.TENANT_NOT_FOUND)
         tenant.durations = self.config.with_changes(**changes).durations() if changes else None
@@ -229,7 +229,7 @@ class FakeCreateOS:
             key = fake.create_tenant()
             fake.set_credit(key, has_credit=False)   # its recharges now answer 402
         """
-        tenant = self.tenants.get(api_key)
+        tenant = self.tenants.known.get(api_key)
         if tenant is None:
             raise ApiError(404, errors.TENANT_NOT_FOUND)
         tenant.has_credit = has_credit

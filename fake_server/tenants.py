@@ -144,8 +144,10 @@ class Tenants:
         self._ids = ids
         self.strict = strict
         self._by_key: dict[str, Tenant] = {}
-        #: The registered keys' tenants, read-only: the request layer reads it for every
-        #: request, and only a key it does not hold goes through :meth:`resolve`.
+        #: The registered keys' tenants, read-only: ``known.get(key)`` finds a key's tenant
+        #: without making one (the control API names tenants by key and must not register what
+        #: it is handed; the request layer, on every request, sends only a key it does not hold
+        #: to :meth:`resolve`).
         self.known: Mapping[str, Tenant] = MappingProxyType(self._by_key)
         #: Registered tenants by id: a fresh id never repeats a live one, even after a reseed
         #: starts the id sequence again.
@@ -188,11 +190,6 @@ class Tenants:
             tenant = self.register(api_key, implicit=True)
             self.on_implicit(tenant)
         return tenant
-
-    def get(self, api_key: str) -> Tenant | None:
-        """The tenant of a known key, without making one (the control API names tenants by
-        key and must not register what it is handed)."""
-        return self._by_key.get(api_key)
 
     def by_id(self, tenant_id: str) -> Tenant | None:
         """The tenant with this id, if it is still registered."""

@@ -111,7 +111,7 @@ async def test_only_the_keys_holder_sets_a_tenants_durations(
         DURATIONS, json={"transition_ms": 0}, headers={"X-Api-Key": "skp_unknown"}
     )
     assert stranger.status == 404
-    assert fake.tenants.get("skp_unknown") is None
+    assert fake.tenants.known.get("skp_unknown") is None
     # The answer says how the key gets a tenant (a reader of the control API page who never
     # sent a /v1 request with the key saw a bare "tenant not found"), and that way works.
     message = (await stranger.json())["message"]
