@@ -35,6 +35,7 @@ from aiohttp.web_request import BaseRequest
 
 from fake_server import errors
 from fake_server.errors import ApiError
+from fake_server.json_body import encode
 
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
@@ -154,9 +155,6 @@ class _HardenedRequestHandler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         # Neither ``message`` nor ``exc`` is shown or logged: both may quote the request.
-        # Imported here: the routes' common module reads this one's connection_closed.
-        from fake_server.routes.common import encode
-
         if request.writer.output_size > 0:  # an answer is already on its way: nothing to add
             raise ConnectionError("the response was already being sent")
         if _opens_http2(exc):

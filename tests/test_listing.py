@@ -13,8 +13,9 @@ import pytest
 
 from fake_server import FakeCreateOS, ServerConfig, listing
 from fake_server.errors import ApiError
+from fake_server.json_body import encode
 from fake_server.lifecycle import Status
-from fake_server.routes.common import encode, ok, paginated
+from fake_server.routes.common import ok, paginated
 from fake_server.sandbox import Sandbox
 from fake_server.sandboxes import CreateSpec, ForkSpec
 from fake_server.tenants import Tenant

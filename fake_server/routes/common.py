@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
@@ -16,6 +15,7 @@ from fake_server import errors
 from fake_server.api_schema import Operation, integer, query
 from fake_server.errors import ApiError
 from fake_server.http_protocol import connection_closed
+from fake_server.json_body import encode
 from fake_server.lifecycle import Status
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
 from fake_server.tenants import Tenant
@@ -121,14 +121,6 @@ def scope() -> RequestScope:
     # Not ``SCOPE.get(RequestScope())``: that builds a throwaway scope on every call, and
     # handlers call this on every request.
     return current if current is not None else RequestScope()
-
-
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-def encode(body: Any) -> bytes:
-    """Compact UTF-8 JSON, the form every response body takes."""
-    return _dumps(body).encode()
 
 
 def json_response(

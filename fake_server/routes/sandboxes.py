@@ -31,6 +31,7 @@ from fake_server.bandwidth import bandwidth_view, recharge
 from fake_server.catalog import DEFAULT_REGION, ROOTFS, SHAPES
 from fake_server.disks import MountRequest
 from fake_server.errors import ApiError
+from fake_server.json_body import encode
 from fake_server.lifecycle import Status
 from fake_server.networks import parse_refs
 from fake_server.routes.common import (
@@ -38,7 +39,6 @@ from fake_server.routes.common import (
     SANDBOX,
     Route,
     Routes,
-    encode,
     fake_of,
     json_response,
     ok,
