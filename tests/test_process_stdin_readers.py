@@ -14,6 +14,7 @@ import pytest
 
 from fake_server import CommandContext, FakeCreateOS
 from fake_server.processes import ManagedProcess
+from fake_server.shell import RUN_OUTPUT_LIMIT
 from tests.conftest import Client, ClientFactory, eventually
 from tests.test_sandbox_runtime import Follower, send, serve, start_script, view, wait_exit
 
@@ -133,3 +134,20 @@ async def test_errors_name_the_scripts_own_line(aiohttp_client: ClientFactory) -
     follower = await Follower.open(client, base)
     await follower.to_end()
     assert follower.output("stderr") == b"bash: line 2: /nonexistent: No such file or directory\n"
+
+
+async def test_a_command_given_files_writes_up_to_the_run_limit(
+    aiohttp_client: ClientFactory,
+) -> None:
+    fake, client, sandbox_id = await serve(aiohttp_client)
+    # 2.5 times what one run passes on: run as `command cat`, the interpreter held the whole
+    # output to hand it over at the end, went past its cap on bytes held, and the process
+    # failed with no output at all.
+    fake.find_sandbox(sandbox_id).fs.write("/tmp/part", b"x" * (RUN_OUTPUT_LIMIT // 4))
+    base = await start_script(client, sandbox_id, "cat" + " /tmp/part" * 10)
+    assert (await wait_exit(client, base))["exit_code"] == 0
+    output = process_of(fake, sandbox_id, base).output
+    last = output.since(output.newest_seq - 1)[0]
+    assert output.appended_bytes == RUN_OUTPUT_LIMIT + len(last.data)
+    assert last.stream == "stderr"
+    assert last.data.startswith(b"fake-createos: stdout stopped at 10 MiB")
