@@ -1,8 +1,10 @@
 """Per-test overhead of ``createos_server`` against pytest-httpserver and a fresh server per test.
 
-Writes four throw-away test projects of N tests each (empty; one request to
-``createos_server``; one request to pytest-httpserver's ``httpserver``; one request to a fresh
-fake started and stopped inside each test), runs each with pytest in a subprocess, interleaved
+Writes throw-away test projects of N tests each (empty; one request to ``createos_server``;
+one request to pytest-httpserver's ``httpserver``; one request to ``createos_aiohttp_server``,
+and to pytest-aiohttp's ``aiohttp_server`` serving a bare app; a sandbox created and deleted
+on ``createos_aiohttp_server``, what its tests do most; one request to a fresh fake started
+and stopped inside each test), runs each with pytest in a subprocess, interleaved
 over several rounds, and reports the per-test time above the empty project's. A test's time is
 its setup, call and teardown durations as pytest reports them, so interpreter start-up and
 collection noise stay out of it. The first test of a project (where session fixtures start and
@@ -62,6 +64,15 @@ PROJECTS = {
         "        await aget(session, createos_aiohttp_server.url + '/v1/whoami',"
         " createos_aiohttp_server.api_key)\n"
     ),
+    "createos_aiohttp_server, a sandbox": (
+        "@pytest.mark.asyncio\n"
+        "async def test_{n}(createos_aiohttp_server):\n"
+        "    server = createos_aiohttp_server\n"
+        "    url, key = server.url + '/v1/sandboxes', server.api_key\n"
+        "    async with aiohttp.ClientSession() as session:\n"
+        "        made = await asend(session, 'POST', url, key, {{'shape': 's-1vcpu-1gb'}})\n"
+        "        await asend(session, 'DELETE', url + '/' + made['data']['id'], key)\n"
+    ),
     "aiohttp_server, bare app": (
         "@pytest.mark.asyncio\n"
         "async def test_{n}(aiohttp_server):\n"
@@ -83,6 +94,10 @@ import aiohttp, pytest
 from aiohttp import web
 async def aget(session, url, key=""):
     async with session.get(url, headers={"X-Api-Key": key}) as response:
+        return await response.json()
+async def asend(session, method, url, key, body=None):
+    async with session.request(method, url, json=body, headers={"X-Api-Key": key}) as response:
+        assert response.status == 200, await response.text()
         return await response.json()
 async def whoami(request):
     return web.json_response({"status": "success", "data": {"user_id": "usr_x"}})
@@ -122,6 +137,7 @@ COUNTED = (
     "pytest-httpserver",
     "createos_aiohttp_server",
     "aiohttp_server, bare app",
+    "createos_aiohttp_server, a sandbox",
 )
 
 
@@ -188,13 +204,13 @@ def main() -> None:
     empty = statistics.median(times["empty test"])
     empty_first = statistics.median(firsts["empty test"])
     print(f"{args.tests} tests per project, median of {args.rounds} runs")
-    print(f"{'project':26}{'tests 2..N s':>13}{'per-test ms above empty':>26}{'first test ms':>15}")
+    print(f"{'project':36}{'tests 2..N s':>13}{'per-test ms above empty':>26}{'first test ms':>15}")
     overhead = {}
     for name, samples in times.items():
         total = statistics.median(samples)
         overhead[name] = (total - empty) / (args.tests - 1) * 1000
         first = (statistics.median(firsts[name]) - empty_first) * 1000
-        print(f"{name:26}{total:13.3f}{overhead[name]:26.3f}{first:15.1f}")
+        print(f"{name:36}{total:13.3f}{overhead[name]:26.3f}{first:15.1f}")
     ours, theirs = overhead["createos_server"], overhead["pytest-httpserver"]
     print(
         f"createos_server / pytest-httpserver overhead: {ours / theirs:.2f}x; "
@@ -218,7 +234,7 @@ def report_instructions(count: int) -> None:
     above = {name: counted[name] - counted["empty test"] for name in COUNTED}
     for name in COUNTED:
         print(
-            f"{name:26}{counted[name] / 1e6:10.2f}M per test, {above[name] / 1e6:8.2f}M above empty"
+            f"{name:36}{counted[name] / 1e6:10.2f}M per test, {above[name] / 1e6:8.2f}M above empty"
         )
     print(
         "instructions: createos_server / pytest-httpserver "
