@@ -87,7 +87,11 @@ SHELLS = frozenset({"bash", "sh", "dash"})
 _SUGGESTION_HINT = b". Did you mean: "
 _SUGGESTION = re.compile(rb"\. Did you mean: [^\n]*\?(?=\n|$)")
 #: A terminal merges stdout and stderr into one stream, in the order they are written.
-_MERGE_STREAMS = "exec 2>&1\n"
+_MERGE_STREAMS = "exec 2>&1; "
+#: An ``/exec``'s stdin, made the whole script's own: a redirection of the shell itself, not a
+#: pipe into a group, which would run the script in a pipeline's subshell (no ``EXIT`` trap,
+#: a ``shopt -s extglob`` too late for its parse, an error ending the group).
+_FEED_STDIN = "exec < <(__fake_stdin); "
 #: The environment every command starts with (the sandbox's envs and the request's on top).
 BASE_ENV = {
     "HOME": "/root",
@@ -532,7 +536,7 @@ class Shell:
         if invocation.live_stdin:
             script = self._stdin_prelude() + script
         elif not invocation.stdin.closed or invocation.stdin.has_data():
-            script = f"__fake_stdin | {{\n{script}\n}}"
+            script = _FEED_STDIN + script
         if invocation.terminal is not None:
             script = _MERGE_STREAMS + script
         return await self.execute(run, interpreter, script)
@@ -618,7 +622,8 @@ def _plan(cmd: str, args: list[str]) -> _Plan:
         if "-c" in options:
             if len(operands) == 1:
                 settings = [option for option in options if option != "-c"]
-                return _Plan("\n".join([*settings, operands[0]]))
+                # On the script's first line: bash's line numbers stay the script's own.
+                return _Plan("".join(f"{setting}; " for setting in settings) + operands[0])
         elif not operands:
             return _Plan("", repl=True)
     return _Plan(shlex.join([_program(cmd), *args]))

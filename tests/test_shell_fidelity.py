@@ -1,0 +1,66 @@
+"""Scripts whose answer the fake's own plumbing could change — how it feeds an ``/exec``'s stdin,
+turns ``bash -ec`` flags into ``set``, merges a terminal's streams and hands a managed process's
+live input to builtins — against GNU bash 5.2's answers: each expected value is what ``bash``
+printed for the same script and stdin."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from fake_server.shell import Terminal
+from fake_server.streams import BufferSink
+from tests.test_shell import Harness
+
+
+@pytest.fixture
+async def h() -> AsyncIterator[Harness]:
+    harness = Harness()
+    yield harness
+    await harness.shell.wait_idle()
+
+
+# -- an /exec's stdin ----------------------------------------------------------------------------
+
+
+async def test_an_exec_with_stdin_runs_its_exit_trap(h: Harness) -> None:
+    result = await h.sh("trap 'echo bye' EXIT; read -r x; echo got $x", stdin=b"hi\n")
+    assert (result.status, result.out) == (0, "got hi\nbye\n")
+
+
+async def test_an_exec_without_stdin_runs_its_exit_trap(h: Harness) -> None:
+    result = await h.sh("trap 'echo bye' EXIT; read -r x; echo got=$x")
+    assert (result.status, result.out) == (0, "got=\nbye\n")
+
+
+async def test_an_exec_with_stdin_keeps_line_numbers_and_goes_on_after_an_error(
+    h: Harness,
+) -> None:
+    script = 'read -r x\necho "$LINENO $x"\nreadonly R=1\nR=2\necho "after $?"'
+    result = await h.sh(script, stdin=b"hi\n")
+    assert (result.status, result.out) == (0, "2 hi\nafter 1\n")
+    assert "R: readonly variable" in result.err
+
+
+async def test_an_exec_with_stdin_parses_later_lines_with_extglob_on(h: Harness) -> None:
+    script = "shopt -s extglob\nmkdir -p /w && cd /w && touch a.js b.md\necho !(*.md)"
+    result = await h.sh(script, stdin=b"x\n")
+    assert (result.status, result.out, result.err) == (0, "a.js\n", "")
+
+
+# -- bash's flags and a terminal -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", ["-c", "-lc", "-ec", "-xc", "-euc"])
+async def test_bash_flags_leave_the_scripts_line_numbers_alone(h: Harness, flags: str) -> None:
+    result = await h.run("bash", flags, 'echo "$LINENO"\necho "$LINENO"')
+    assert (result.status, result.out) == (0, "1\n2\n")
+
+
+async def test_a_terminal_leaves_the_scripts_line_numbers_alone(h: Harness) -> None:
+    out = BufferSink()
+    terminal = Terminal()
+    invocation = h.invocation("bash", "-c", 'echo "$LINENO"', stdout=out, terminal=terminal)
+    assert await h.shell.run(invocation) == 0
+    assert out.getvalue() == b"1\r\n"
