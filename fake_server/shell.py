@@ -92,6 +92,8 @@ _MERGE_STREAMS = "exec 2>&1; "
 #: pipe into a group, which would run the script in a pipeline's subshell (no ``EXIT`` trap,
 #: a ``shopt -s extglob`` too late for its parse, an error ending the group).
 _FEED_STDIN = "exec < <(__fake_stdin); "
+#: Builtins that read stdin into an array: a managed process's live input reaches them too.
+_ARRAY_READERS = ("mapfile", "readarray")
 #: The environment every command starts with (the sandbox's envs and the request's on top).
 BASE_ENV = {
     "HOME": "/root",
@@ -552,6 +554,13 @@ class Shell:
             ' else builtin read "$@"; fi; }',
             *wrappers(skip=self.registry.names()),
         ]
+        # mapfile and readarray fill a variable, so they cannot sit at the end of a pipe (a
+        # subshell): they read the input to its end through a redirection instead.
+        for name in _ARRAY_READERS:
+            lines.append(
+                f'{name}() {{ if __fake_stdin_is_process "$@"; then builtin {name} "$@"'
+                f' < <(__fake_cat); else builtin {name} "$@"; fi; }}'
+            )
         for name, _ in self.registry.items():
             lines.append(
                 f"{name}() {{ if __fake_stdin_is_process; then __FAKE_LIVE_STDIN=1 command"
