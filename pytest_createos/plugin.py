@@ -184,9 +184,13 @@ class ServerPool:
 
     def get(self, config: ServerConfig) -> BackgroundServer:
         from fake_server import BackgroundServer, FakeCreateOS
+        from pytest_createos._context_shield import shield
 
         server = self._servers.get(config)
         if server is None:
+            # Its loop runs beside the tests' loops: on Python 3.10, an async test could
+            # otherwise hang, its context handed to this thread (see _context_shield).
+            shield()
             server = self._servers[config] = BackgroundServer(FakeCreateOS(config)).start()
         return server
 
