@@ -55,7 +55,7 @@ from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
-from fake_server.stdin_readers import STDIN_READERS, wrappers  # noqa: E402
+from fake_server.stdin_readers import STDIN_READERS, WRAPPER_PREFIX, wrappers  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -92,6 +92,15 @@ _MERGE_STREAMS = "exec 2>&1; "
 #: pipe into a group, which would run the script in a pipeline's subshell (no ``EXIT`` trap,
 #: a ``shopt -s extglob`` too late for its parse, an error ending the group).
 _FEED_STDIN = "exec < <(__fake_stdin); "
+#: Builtins that read stdin into an array: a managed process's live input reaches them too.
+_ARRAY_READERS = ("mapfile", "readarray")
+#: A pipe into ``read`` (``cmd | while IFS= read -r line``, ``cmd | { read a; read b; }``).
+#: A script with one gets the interpreter's own ``read``, not the fake's live-input function:
+#: bashkit 0.20.1 loses all but the first line of a pipe behind a function named ``read`` when
+#: ``cmd`` writes in pieces (a function, a group, ``seq``, ``cat``, the fake's own wrappers).
+_PIPED_READ = re.compile(
+    r"(?<!\|)\|(?!\|)&?\s*[({]?\s*(?:(?:while|until)\s+(?:!\s*)?)?(?:IFS=\S*\s+)?read\b"
+)
 #: The environment every command starts with (the sandbox's envs and the request's on top).
 BASE_ENV = {
     "HOME": "/root",
@@ -534,31 +543,47 @@ class Shell:
             return await self._repl(run, interpreter)
         script = plan.script
         if invocation.live_stdin:
-            script = self._stdin_prelude() + script
+            # A run of its own in the same interpreter, ahead of the script: an alias applies
+            # only from the next line read, and the script's line numbers stay its own.
+            await self.execute(run, interpreter, self._stdin_prelude(script))
         elif not invocation.stdin.closed or invocation.stdin.has_data():
             script = _FEED_STDIN + script
         if invocation.terminal is not None:
             script = _MERGE_STREAMS + script
         return await self.execute(run, interpreter, script)
 
-    def _stdin_prelude(self) -> str:
-        """Functions that hand a managed process's live stdin to ``read``, the commands that
-        read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`) and the registered
-        commands when they read the process's own stdin (not a pipe or a file)."""
-        lines = [
-            'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
-            ' __fake_line=$(__fake_read "$@"); __fake_status=$?;'
-            ' builtin read "$@" <<<"$__fake_line"; return $__fake_status;'
-            ' else builtin read "$@"; fi; }',
-            *wrappers(skip=self.registry.names()),
-        ]
-        for name, _ in self.registry.items():
+    def _stdin_prelude(self, script: str | None = None) -> str:
+        """Functions that hand a managed process's live stdin to ``read``, ``mapfile``, the
+        commands that read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`) and the
+        registered commands when they read the process's own stdin (not a pipe or a file); the
+        latter two through aliases of their names (see
+        :data:`~fake_server.stdin_readers.WRAPPER_PREFIX`). No ``read`` function for a
+        ``script`` that pipes into ``read`` (see ``_PIPED_READ``)."""
+        lines = wrappers(skip=self.registry.names())
+        if script is None or not _PIPED_READ.search(script):
             lines.append(
-                f"{name}() {{ if __fake_stdin_is_process; then __FAKE_LIVE_STDIN=1 command"
-                f' {name} "$@"; else command {name} "$@"; fi; }}'
+                'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
+                ' __fake_line=$(__fake_read "$@"); __fake_status=$?;'
+                ' builtin read "$@" <<<"$__fake_line"; return $__fake_status;'
+                ' else builtin read "$@"; fi; }'
             )
-        # One line, ahead of the script's first: bash's line numbers stay the script's own.
-        return "; ".join(lines) + "; "
+        # mapfile and readarray fill a variable, so they cannot sit at the end of a pipe (a
+        # subshell): they read the input to its end through a redirection instead.
+        for name in _ARRAY_READERS:
+            lines.append(
+                f'{name}() {{ if __fake_stdin_is_process "$@"; then builtin {name} "$@"'
+                f' < <(__fake_cat); else builtin {name} "$@"; fi; }}'
+            )
+        registered = [name for name, _ in self.registry.items()]
+        for name in registered:
+            lines.append(
+                f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
+                f' __FAKE_LIVE_STDIN=1 command {name} "$@"; else command {name} "$@"; fi; }}'
+            )
+        aliased = [*(name for name in STDIN_READERS if name not in registered), *registered]
+        lines.append("shopt -s expand_aliases")
+        lines.append("alias " + " ".join(shlex.quote(f"{n}={WRAPPER_PREFIX}{n}") for n in aliased))
+        return "\n".join(lines) + "\n"
 
     async def _repl(self, run: Run, interpreter: Interpreter) -> int:
         """An interactive shell: commands read from stdin, one complete command at a time,
@@ -631,8 +656,8 @@ def _plan(cmd: str, args: list[str]) -> _Plan:
 
 def _program(cmd: str) -> str:
     """A stdin reader named by its path in a program directory (``/bin/cat``) runs by its bare
-    name: the live-input wrappers are bash functions, and bash looks a function up only for a
-    name without a slash, so ``{"cmd": "/bin/cat"}`` would otherwise read EOF at once."""
+    name: the live-input wrappers are called by aliases of the bare names, so
+    ``{"cmd": "/bin/cat"}`` would otherwise read EOF at once."""
     directory, name = posixpath.split(cmd)
     return name if directory in PROGRAM_DIRS and name in STDIN_READERS else cmd
 

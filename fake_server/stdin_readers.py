@@ -26,7 +26,7 @@ from collections.abc import Container, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-__all__ = ["STDIN_READERS", "Effect", "Syntax", "reads_stdin", "wrappers"]
+__all__ = ["STDIN_READERS", "WRAPPER_PREFIX", "Effect", "Syntax", "reads_stdin", "wrappers"]
 
 #: An awk operand ``NAME=value`` assigns a variable; it is not a file.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -437,42 +437,46 @@ class _Reading:
         return "-" in files
 
 
+#: What a wrapper is called: not its command's name, which an alias maps to it. bashkit 0.20.1
+#: hands a function named ``cat``, ``grep`` or ``tr`` at the end of a pipe no input at all when
+#: the pipe starts with a group, a function, a subshell or a builtin such as ``seq`` or ``cat``
+#: (``seq 3 | grep 2`` printed nothing in a managed process).
+WRAPPER_PREFIX = "__fake_live_"
 #: What every wrapper runs: the command fed by the process's live input when it would read it
 #: there, else the command unchanged. One shared function keeps the wrappers short: the prelude
-#: is parsed at every process start. Unchanged means in a subshell without the wrapper, not
-#: ``command NAME``: for ``command`` (or ``builtin``, or a path) the interpreter holds the whole
-#: output and hands it over at the end, so a follower saw nothing until then, each 4 KiB of it
-#: cost ~17 us more (75 vs 58), and past ~16 MB the run failed (its cap on bytes held). The
-#: subshell costs ~33 us per call instead, where a real shell forks anyway.
-_RUNNER = (
-    '__fake_run() { if __fake_feeds "$@"; then __fake_cat | command "$@";'
-    ' else ( unset -f "$1"; "$@" ); fi; }'
-)
+#: is parsed at every process start. ``"$@"`` names the command itself (no function has its
+#: name), never through ``command``: for ``command NAME`` (or ``builtin``, or a path) the
+#: interpreter holds the whole output and hands it over at the end, so a follower saw nothing
+#: until then, each 4 KiB of it cost ~17 us more, and past 32 MB the run failed.
+_RUNNER = '__fake_run() { if __fake_feeds "$@"; then __fake_cat | "$@"; else "$@"; fi; }'
 #: A plain ``cat`` streams the input as it comes (``__fake_cat`` is a cat); with options or
-#: files it gets the input through a pipe, as every other reader does.
+#: files it gets the input through a pipe, as every other reader does. A quoted ``\cat`` is
+#: never an alias.
 _CAT = (
-    'cat() { if __fake_feeds cat "$@"; then if [ $# -eq 0 ] || [ "$*" = - ]; then __fake_cat;'
-    ' else __fake_cat | command cat "$@"; fi; else ( unset -f cat; cat "$@" ); fi; }'
+    f'{WRAPPER_PREFIX}cat() {{ if __fake_feeds cat "$@"; then if [ $# -eq 0 ] || [ "$*" = - ];'
+    ' then __fake_cat; else __fake_cat | \\cat "$@"; fi; else \\cat "$@"; fi; }'
 )
 
 
 def wrappers(skip: Container[str] = ()) -> list[str]:
     """The bash functions that feed the commands of :data:`STDIN_READERS` (but those in
-    ``skip``) a managed process's live input when they would read it as their stdin: each asks
-    ``__fake_feeds NAME ARGS...`` (the caller reads the process's own stdin and
-    :func:`reads_stdin` says yes), then runs ``__fake_cat | command NAME ARGS...``, or the
-    command unchanged.
+    ``skip``) a managed process's live input when they would read it as their stdin: each
+    (``__fake_live_NAME``, which an alias ``NAME`` calls) asks ``__fake_feeds NAME ARGS...``
+    (the caller reads the process's own stdin and :func:`reads_stdin` says yes), then runs
+    ``__fake_cat | NAME ARGS...``, or the command unchanged.
 
     Example:
         >>> functions = wrappers(skip={"cat"})
         >>> functions[1]
-        'wc() { __fake_run wc "$@"; }'
-        >>> any(function.startswith("cat()") for function in functions)
+        '__fake_live_wc() { __fake_run wc "$@"; }'
+        >>> any(function.startswith("__fake_live_cat()") for function in functions)
         False
     """
     functions = [_RUNNER]
     for name in STDIN_READERS:
         if name in skip:
             continue
-        functions.append(_CAT if name == "cat" else f'{name}() {{ __fake_run {name} "$@"; }}')
+        functions.append(
+            _CAT if name == "cat" else f'{WRAPPER_PREFIX}{name}() {{ __fake_run {name} "$@"; }}'
+        )
     return functions

@@ -151,3 +151,46 @@ async def test_a_command_given_files_writes_up_to_the_run_limit(
     assert output.appended_bytes == RUN_OUTPUT_LIMIT + len(last.data)
     assert last.stream == "stderr"
     assert last.data.startswith(b"fake-createos: stdout stopped at 10 MiB")
+
+
+#: (script, what bash prints): a pipe's input reaches a reader at its end whatever writes it.
+#: bashkit 0.20.1 gave a function named cat, grep or tr there no input when the pipe began
+#: with a group, a function, a subshell or a builtin such as seq or cat, and the fake's
+#: wrappers were such functions: each of these printed nothing in a managed process.
+PIPES = [
+    ("seq 3 | grep 2", b"2\n"),
+    ("printf 'a\\nb\\n' > /tmp/f; cat /tmp/f | grep b", b"b\n"),
+    ("{ echo x; echo y; } | grep y", b"y\n"),
+    ("f() { echo hi; }; f | tr a-z A-Z", b"HI\n"),
+    ("(echo one) | cat", b"one\n"),
+    ("seq 3 | cat -n | tr -d ' '", b"1\t1\n2\t2\n3\t3\n"),
+    # And a pipe into read: behind the fake's live-input read (a function), bashkit 0.20.1 lost
+    # all but the pipe's first line when its writer wrote in pieces.
+    ('seq 3 | while read -r l; do echo "[$l]"; done', b"[1]\n[2]\n[3]\n"),
+    ("printf '1\\n2\\n' > /tmp/f; sort /tmp/f | while IFS= read -r l; do echo $l; done", b"1\n2\n"),
+    ("f() { echo a; echo b; }; f | { read -r x; read -r y; echo $x$y; }", b"ab\n"),
+]
+
+
+@pytest.mark.parametrize(("script", "expected"), PIPES, ids=[script for script, _ in PIPES])
+async def test_a_reader_at_the_end_of_a_pipe_reads_the_pipe(
+    aiohttp_client: ClientFactory, script: str, expected: bytes
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, script)
+    # Closed, so that a reader fed the process's input instead ends too (with nothing).
+    assert (await client.post(f"{base}/stdin/close")).status == 200
+    follower = await Follower.open(client, base)
+    assert (await follower.to_end())["exit_code"] == 0
+    assert follower.output("stdout") == expected
+
+
+async def test_the_wrappers_leave_the_scripts_line_numbers_alone(
+    aiohttp_client: ClientFactory,
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, 'echo "$LINENO"\nnope\necho "$LINENO"')
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    assert follower.output("stdout") == b"1\n3\n"
+    assert follower.output("stderr") == b"bash: line 2: nope: command not found\n"

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from fake_server.shell import Terminal
-from fake_server.streams import BufferSink
+from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness
 
 
@@ -64,3 +64,30 @@ async def test_a_terminal_leaves_the_scripts_line_numbers_alone(h: Harness) -> N
     invocation = h.invocation("bash", "-c", 'echo "$LINENO"', stdout=out, terminal=terminal)
     assert await h.shell.run(invocation) == 0
     assert out.getvalue() == b"1\r\n"
+
+
+# -- a managed process's live input --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("builtin", ["mapfile", "readarray"])
+async def test_array_readers_read_a_processs_live_input(h: Harness, builtin: str) -> None:
+    out = BufferSink()
+    stdin = StdinReader(closed=False)
+    script = f'{builtin} -t lines; echo "${{#lines[@]}} ${{lines[1]}}"'
+    invocation = h.invocation("bash", "-c", script, stdin=stdin, stdout=out, live_stdin=True)
+    stdin.feed(b"a\nb\n")
+    stdin.close()
+    assert await h.shell.run(invocation) == 0
+    assert out.getvalue() == b"2 b\n"
+
+
+async def test_an_array_reader_given_a_here_string_leaves_the_live_input_alone(
+    h: Harness,
+) -> None:
+    out = BufferSink()
+    script = 'mapfile -t lines <<< q; read -r x; echo "${#lines[@]} $x"'
+    invocation = h.invocation(
+        "bash", "-c", script, stdin=StdinReader(b"a\nb\n"), stdout=out, live_stdin=True
+    )
+    assert await h.shell.run(invocation) == 0
+    assert out.getvalue() == b"1 a\n"

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from fake_server.stdin_readers import STDIN_READERS, Effect, Syntax, reads_stdin, wrappers
+from fake_server.stdin_readers import (
+    STDIN_READERS,
+    WRAPPER_PREFIX,
+    Effect,
+    Syntax,
+    reads_stdin,
+    wrappers,
+)
 
 
 def cases(*lines: str) -> list[tuple[str, list[str]]]:
@@ -299,6 +306,9 @@ def test_wrappers_skip_registered_names_and_share_one_runner() -> None:
     functions = wrappers(skip={"jq", "cat"})
     names = [function.split("(", 1)[0] for function in functions]
     assert names[0] == "__fake_run"
-    assert set(names[1:]) == set(STDIN_READERS) - {"jq", "cat"}
-    assert 'wc() { __fake_run wc "$@"; }' in functions
-    assert any(function.startswith("cat()") for function in wrappers())
+    assert set(names[1:]) == {WRAPPER_PREFIX + name for name in STDIN_READERS} - {
+        WRAPPER_PREFIX + "jq",
+        WRAPPER_PREFIX + "cat",
+    }
+    assert '__fake_live_wc() { __fake_run wc "$@"; }' in functions
+    assert any(function.startswith("__fake_live_cat()") for function in wrappers())
