@@ -22,11 +22,13 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def patch_object(monkeypatch: pytest.MonkeyPatch) -> Callable[[], Callable[..., Any]]:
-    """The backport runner module's ``_patch_object``, as its ``Runner.run`` finds it; the
+    """The backport runner module's ``_patch_object``, as its ``Runner.run`` finds it, starting
+    unshielded (an earlier test's background fake may have shielded this process already); the
     module and ``contextvars`` are restored afterwards."""
     runner = pytest.importorskip("backports.asyncio.runner.runner")
-    monkeypatch.setattr(runner, "_patch_object", runner._patch_object)
-    monkeypatch.setattr(contextvars, "copy_context", contextvars.copy_context)
+    original = pytest.importorskip("backports.asyncio.runner._patch")._patch_object
+    monkeypatch.setattr(runner, "_patch_object", original)
+    monkeypatch.setattr(contextvars, "copy_context", _context_shield._copy_context)
     return lambda: runner._patch_object
 
 
