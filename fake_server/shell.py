@@ -55,7 +55,7 @@ from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
-from fake_server.stdin_readers import STDIN_READERS, WRAPPER_PREFIX, wrappers  # noqa: E402
+from fake_server.stdin_readers import STDIN_READERS, WRAPPER_PREFIX, aliases, wrappers  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -559,7 +559,8 @@ class Shell:
         latter two through aliases of their names (see
         :data:`~fake_server.stdin_readers.WRAPPER_PREFIX`). No ``read`` function for a
         ``script`` that pipes into ``read`` (see ``_PIPED_READ``)."""
-        lines = wrappers(skip=self.registry.names())
+        registered = self.registry.names()
+        lines = wrappers(skip=registered)
         if script is None or not _PIPED_READ.search(script):
             lines.append(
                 'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
@@ -574,15 +575,12 @@ class Shell:
                 f'{name}() {{ if __fake_stdin_is_process "$@"; then builtin {name} "$@"'
                 f' < <(__fake_cat); else builtin {name} "$@"; fi; }}'
             )
-        registered = [name for name, _ in self.registry.items()]
         for name in registered:
             lines.append(
                 f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
                 f' __FAKE_LIVE_STDIN=1 command {name} "$@"; else command {name} "$@"; fi; }}'
             )
-        aliased = [*(name for name in STDIN_READERS if name not in registered), *registered]
-        lines.append("shopt -s expand_aliases")
-        lines.append("alias " + " ".join(shlex.quote(f"{n}={WRAPPER_PREFIX}{n}") for n in aliased))
+        lines += aliases([*(name for name in STDIN_READERS if name not in registered), *registered])
         return "\n".join(lines) + "\n"
 
     async def _repl(self, run: Run, interpreter: Interpreter) -> int:

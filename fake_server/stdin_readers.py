@@ -22,11 +22,20 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Container, Iterator, Mapping, Sequence
+import shlex
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-__all__ = ["STDIN_READERS", "WRAPPER_PREFIX", "Effect", "Syntax", "reads_stdin", "wrappers"]
+__all__ = [
+    "STDIN_READERS",
+    "WRAPPER_PREFIX",
+    "Effect",
+    "Syntax",
+    "aliases",
+    "reads_stdin",
+    "wrappers",
+]
 
 #: An awk operand ``NAME=value`` assigns a variable; it is not a file.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -480,3 +489,16 @@ def wrappers(skip: Container[str] = ()) -> list[str]:
             _CAT if name == "cat" else f'{WRAPPER_PREFIX}{name}() {{ __fake_run {name} "$@"; }}'
         )
     return functions
+
+
+def aliases(names: Iterable[str]) -> list[str]:
+    """The lines that make each of ``names`` call its wrapper (``__fake_live_NAME``). They
+    apply from the next line the interpreter reads, so they go ahead of a script, not on its
+    first line.
+
+    Example:
+        >>> aliases(["cat", "wc"])
+        ['shopt -s expand_aliases', 'alias cat=__fake_live_cat wc=__fake_live_wc']
+    """
+    pairs = " ".join(shlex.quote(f"{name}={WRAPPER_PREFIX}{name}") for name in names)
+    return ["shopt -s expand_aliases", f"alias {pairs}"]
