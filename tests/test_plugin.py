@@ -371,7 +371,7 @@ def test_xdist_workers_share_the_seed(project: pytest.Pytester) -> None:
             assert createos_server.seed >= 0
         """
     )
-    result = project.runpytest_subprocess("-n", "2", "--createos-seed=5")
+    result = project.runpytest_subprocess("-n", "2", "--createos-seed=5", timeout=300)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["createos: seed=5 *"])
 
