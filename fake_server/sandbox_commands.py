@@ -2,7 +2,7 @@
 world rather than the host's or the interpreter's:
 
 * ``sleep``, ``timeout`` and ``date`` run on the fake's clock (a manual clock stops them);
-* ``stty``, ``tput`` and ``uname`` describe the sandbox's terminal and image;
+* ``stty``, ``tput``, ``uname`` and ``id`` describe the sandbox's terminal and image;
 * ``curl`` and ``wget`` reach only responders a test registered (:mod:`fake_server.network`);
 * ``__fake_*`` helpers give ``read``, ``cat`` and the other stdin readers a managed process's
   live stdin and feed an ``/exec``'s stdin (the shell's prelude calls them; scripts never need to);
@@ -62,6 +62,8 @@ _UNAME_LONG = {
     "--operating-system": "o",
     "--all": "a",
 }
+#: ``id``'s options, as the letter each stands for.
+_ID_OPTIONS = {"--user": "u", "--group": "g", "--groups": "G", "--name": "n", "--real": "r"}
 _SECONDS_PER = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
 #: ``read`` options that take a value (``-p PROMPT``, ``-d DELIM``...).
@@ -118,6 +120,7 @@ class SandboxCommands:
             "sleep": self._sleep,
             "date": self._date,
             "uname": self._uname,
+            "id": _id,
             "stty": self._stty,
             "tput": self._tput,
             "__fake_stdin_is_process": self._stdin_is_process,
@@ -425,6 +428,36 @@ class SandboxCommands:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+def _id(ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+    """GNU ``id`` of the sandbox's only user, root (the interpreter's own says uid 1000)."""
+    letters: set[str] = set()
+    users: list[str] = []
+    for arg in ctx.argv:
+        if arg.startswith("--"):
+            if arg not in _ID_OPTIONS:
+                return _usage("id", f"unrecognized option '{arg}'")
+            letters.add(_ID_OPTIONS[arg])
+        elif arg.startswith("-") and len(arg) > 1:
+            for letter in arg[1:]:
+                if letter not in "ugGnrz":
+                    return _usage("id", f"invalid option -- '{letter}'")
+                letters.add(letter)
+        else:
+            users.append(arg)
+    if len(users) > 1:
+        return _usage("id", f"extra operand '{users[1]}'")
+    if users and users[0] not in ("root", "0"):
+        return bashkit.BuiltinResult(stderr=f"id: '{users[0]}': no such user\n", exit_code=1)
+    choices = letters & set("ugG")
+    if len(choices) > 1:
+        return _usage("id", 'cannot print "only" of more than one choice')
+    if not choices:
+        if letters & set("nr"):
+            return _usage("id", "cannot print only names or real IDs in default format")
+        return bashkit.BuiltinResult(stdout="uid=0(root) gid=0(root) groups=0(root)\n")
+    return bashkit.BuiltinResult(stdout=("root" if "n" in letters else "0") + "\n")
 
 
 def _writer(output: bashkit.CommandOutput) -> Callable[[bytes], Awaitable[None]]:

@@ -222,6 +222,16 @@ async def test_identity_and_home(h: Harness) -> None:
     assert result.out == "root\n/root\n/root\nweb-1\n"
 
 
+async def test_id_says_root_as_whoami_does(h: Harness) -> None:
+    # The interpreter's own id said uid=1000(root): a script that checks `id -u` for 0
+    # thought it was not root.
+    result = await h.sh("id; id -u; id -g; id -un; id -Gn root")
+    assert result == Result(0, "uid=0(root) gid=0(root) groups=0(root)\n0\n0\nroot\nroot\n", "")
+    unknown = await h.sh("id nobody")
+    assert (unknown.status, unknown.out, unknown.err) == (1, "", "id: 'nobody': no such user\n")
+    assert (await h.sh("id -u -g")).status == 1
+
+
 # -- the clock ---------------------------------------------------------------------------------
 
 

@@ -52,7 +52,6 @@ _WRAPPED_PIPE = (
     " (head is a wrapper function there, and bashkit runs a pipe's writer to its end before a"
     " function reads it)"
 )
-_ID = "the fake (fixed next): id says uid 1000 where whoami says root"
 _WC_NO_STDIN = "the fake (fixed next): wc with no stdin at all prints nothing (bashkit's wc)"
 _TIMEOUT_STDIN = "the fake (fixed next): timeout's command gets no stdin"
 _DEV_STDIN = "the fake (fixed next): cat /dev/stdin does not read a process's live input"
@@ -86,7 +85,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("stdin-sh-s", PROCESS): _UNWRAPPED,
     ("stdin-bash-script", PROCESS): _UNWRAPPED,
     ("misc-yes-head", PROCESS): _WRAPPED_PIPE,
-    ("whoami-id", EVERY_WAY): _ID,
     ("stdin-wc-l", NO_STDIN): _WC_NO_STDIN,
     ("stdin-long", NO_STDIN): _WC_NO_STDIN,
     ("stdin-null-bytes-free-binary", NO_STDIN): _WC_NO_STDIN,
