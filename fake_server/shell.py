@@ -92,6 +92,9 @@ _MERGE_STREAMS = "exec 2>&1; "
 #: pipe into a group, which would run the script in a pipeline's subshell (no ``EXIT`` trap,
 #: a ``shopt -s extglob`` too late for its parse, an error ending the group).
 _FEED_STDIN = "exec < <(__fake_stdin); "
+#: No stdin at all: an empty one, as ``/dev/null`` is a real command's (bashkit 0.20.1's ``wc``
+#: with no stdin prints nothing, where ``wc -l < /dev/null`` prints ``0``).
+_NO_STDIN = "exec < /dev/null; "
 #: Builtins that read stdin into an array: a managed process's live input reaches them too.
 _ARRAY_READERS = ("mapfile", "readarray")
 #: A pipe into ``read`` (``cmd | while IFS= read -r line``, ``cmd | { read a; read b; }``).
@@ -548,6 +551,8 @@ class Shell:
             await self.execute(run, interpreter, self._stdin_prelude(script))
         elif not invocation.stdin.closed or invocation.stdin.has_data():
             script = _FEED_STDIN + script
+        elif invocation.terminal is None:  # a terminal is its stdin
+            script = _NO_STDIN + script
         if invocation.terminal is not None:
             script = _MERGE_STREAMS + script
         return await self.execute(run, interpreter, script)

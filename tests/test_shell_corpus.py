@@ -52,7 +52,6 @@ _WRAPPED_PIPE = (
     " (head is a wrapper function there, and bashkit runs a pipe's writer to its end before a"
     " function reads it)"
 )
-_WC_NO_STDIN = "the fake (fixed next): wc with no stdin at all prints nothing (bashkit's wc)"
 _TIMEOUT_STDIN = "the fake (fixed next): timeout's command gets no stdin"
 _DEV_STDIN = "the fake (fixed next): cat /dev/stdin does not read a process's live input"
 _READ_U0 = "the fake (fixed next): read -u 0 does not read a process's live input"
@@ -85,11 +84,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("stdin-sh-s", PROCESS): _UNWRAPPED,
     ("stdin-bash-script", PROCESS): _UNWRAPPED,
     ("misc-yes-head", PROCESS): _WRAPPED_PIPE,
-    ("stdin-wc-l", NO_STDIN): _WC_NO_STDIN,
-    ("stdin-long", NO_STDIN): _WC_NO_STDIN,
-    ("stdin-null-bytes-free-binary", NO_STDIN): _WC_NO_STDIN,
-    ("stdin-set-x-with-reader", NO_STDIN): _WC_NO_STDIN,
-    ("stdin-empty", ("exec", "exec-stdin")): _WC_NO_STDIN,
     ("stdin-timeout-cat", ("exec-stdin", "process")): _TIMEOUT_STDIN,
     ("timeout-pipe-into", EVERY_WAY): _TIMEOUT_STDIN,
     ("timeout-redirected-input", EVERY_WAY): _TIMEOUT_STDIN,

@@ -34,6 +34,16 @@ async def test_an_exec_without_stdin_runs_its_exit_trap(h: Harness) -> None:
     assert (result.status, result.out) == (0, "got=\nbye\n")
 
 
+@pytest.mark.parametrize("stdin", [None, b""], ids=["no stdin", "empty stdin"])
+async def test_an_exec_without_input_gives_its_readers_an_empty_stdin(
+    h: Harness, stdin: bytes | None
+) -> None:
+    # As /dev/null: bashkit 0.20.1's wc with no stdin at all printed nothing.
+    options = {} if stdin is None else {"stdin": stdin}
+    result = await h.sh('wc -l; wc -c; read -r x; echo "read $?"; cat; echo "$LINENO"', **options)
+    assert (result.status, result.out, result.err) == (0, "0\n0\nread 1\n1\n", "")
+
+
 async def test_an_exec_with_stdin_keeps_line_numbers_and_goes_on_after_an_error(
     h: Harness,
 ) -> None:
