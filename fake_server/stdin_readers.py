@@ -41,6 +41,9 @@ __all__ = [
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 #: The obsolete ``tail +N`` form (a line number, then an optional unit and flag letters).
 _LEGACY_PLUS = re.compile(r"\+\d+[bcl]?f?")
+#: The names of stdin as a file operand (or an option's file): ``-``, and the device a GNU tool
+#: opens as its stdin too.
+_STDIN_NAMES = frozenset({"-", "/dev/stdin"})
 #: Options that make every GNU tool print and exit without reading anything.
 _INFORMATION = frozenset({"--help", "--version"})
 
@@ -309,8 +312,9 @@ STDIN_READERS: Mapping[str, Syntax] = {
 
 def reads_stdin(name: str, args: Sequence[str]) -> bool:
     """Whether command ``name`` run with ``args`` reads its stdin: when it has no file operand,
-    or one of them is ``-``. False for commands outside :data:`STDIN_READERS`, and when the
-    command stops before reading (``--help``, a missing pattern).
+    or one of them is ``-`` or ``/dev/stdin``. False for commands outside
+    :data:`STDIN_READERS`, and when the command stops before reading (``--help``, a missing
+    pattern).
 
     Example:
         >>> reads_stdin("grep", ["-n", "foo"]), reads_stdin("grep", ["foo", "/etc/hostname"])
@@ -415,10 +419,10 @@ class _Reading:
             self.script_given = True
         elif effect is Effect.SCRIPT_FILE:
             self.script_given = True
-            self.stdin_named |= value == "-"
+            self.stdin_named |= value in _STDIN_NAMES
         elif effect is Effect.INPUT_FILE:
-            self.stdin_named |= value == "-"
-            self.input_given |= value != "-"
+            self.stdin_named |= value in _STDIN_NAMES
+            self.input_given |= value not in _STDIN_NAMES
         elif effect is Effect.NO_STDIN:
             self.no_stdin = True
         elif effect is Effect.RECURSIVE:
@@ -443,7 +447,7 @@ class _Reading:
             files = files[: syntax.inputs]
         if not files:
             return not self.recursive
-        return "-" in files
+        return not _STDIN_NAMES.isdisjoint(files)
 
 
 #: What a wrapper is called: not its command's name, which an alias maps to it. bashkit 0.20.1
@@ -451,19 +455,20 @@ class _Reading:
 #: the pipe starts with a group, a function, a subshell or a builtin such as ``seq`` or ``cat``
 #: (``seq 3 | grep 2`` printed nothing in a managed process).
 WRAPPER_PREFIX = "__fake_live_"
-#: What every wrapper runs: the command fed by the process's live input when it would read it
-#: there, else the command unchanged. One shared function keeps the wrappers short: the prelude
-#: is parsed at every process start. ``"$@"`` names the command itself (no function has its
-#: name), never through ``command``: for ``command NAME`` (or ``builtin``, or a path) the
-#: interpreter holds the whole output and hands it over at the end, so a follower saw nothing
-#: until then, each 4 KiB of it cost ~17 us more, and past 32 MB the run failed.
-_RUNNER = '__fake_run() { if __fake_feeds "$@"; then __fake_cat | "$@"; else "$@"; fi; }'
-#: A plain ``cat`` streams the input as it comes (``__fake_cat`` is a cat); with options or
-#: files it gets the input through a pipe, as every other reader does. A quoted ``\cat`` is
-#: never an alias.
+#: What every wrapper runs: the command fed by the process's live input when it would read it there
+#: (through a redirection: behind a pipe from the fake's ``__fake_cat``, bashkit 0.20.1's
+#: ``/dev/stdin`` reads nothing), else the command unchanged. One shared function keeps the
+#: wrappers short: the prelude is parsed at every process start. ``"$@"`` names the command itself
+#: (no function has its name), never through ``command``: for ``command NAME`` (or ``builtin``, or
+#: a path) the interpreter holds the whole output and hands it over at the end, so a follower saw
+#: nothing until then, each 4 KiB of it cost ~17 us more, and past 32 MB the run failed.
+_RUNNER = '__fake_run() { if __fake_feeds "$@"; then "$@" < <(__fake_cat); else "$@"; fi; }'
+#: A plain ``cat`` streams the input as it comes (``__fake_cat`` is a cat); with options or files
+#: it gets the input through a redirection, as every other reader does. A quoted ``\cat`` is never
+#: an alias.
 _CAT = (
     f'{WRAPPER_PREFIX}cat() {{ if __fake_feeds cat "$@"; then if [ $# -eq 0 ] || [ "$*" = - ];'
-    ' then __fake_cat; else __fake_cat | \\cat "$@"; fi; else \\cat "$@"; fi; }'
+    ' then __fake_cat; else \\cat "$@" < <(__fake_cat); fi; else \\cat "$@"; fi; }'
 )
 
 
@@ -472,7 +477,7 @@ def wrappers(skip: Container[str] = ()) -> list[str]:
     ``skip``) a managed process's live input when they would read it as their stdin: each
     (``__fake_live_NAME``, which an alias ``NAME`` calls) asks ``__fake_feeds NAME ARGS...``
     (the caller reads the process's own stdin and :func:`reads_stdin` says yes), then runs
-    ``__fake_cat | NAME ARGS...``, or the command unchanged.
+    ``NAME ARGS... < <(__fake_cat)``, or the command unchanged.
 
     Example:
         >>> functions = wrappers(skip={"cat"})

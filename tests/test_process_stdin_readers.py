@@ -38,6 +38,10 @@ READERS: list[tuple[str, Callable[[bytes], bytes]]] = [
     ("tee /tmp/copy; cat /tmp/copy", lambda data: data + data),
     ("base64 -w 0", lambda data: base64.b64encode(data)),
     ("cat -n", lambda data: b"".join(b"%6d\t%s" % item for item in enumerate(lines(data), 1))),
+    # Named /dev/stdin: the input reaches it through a redirection, not a pipe, where
+    # bashkit 0.20.1's /dev/stdin reads nothing.
+    ("wc -c /dev/stdin", lambda data: f"{len(data)} /dev/stdin\n".encode()),
+    ("cat /dev/stdin", lambda data: data),
 ]
 
 

@@ -74,6 +74,15 @@ def test_a_dash_operand_is_stdin(name: str, args: list[str]) -> None:
     assert reads_stdin(name, args)
 
 
+@pytest.mark.parametrize(
+    ("name", "args"),
+    cases("cat /dev/stdin", "wc -l /dev/stdin", "grep -f /dev/stdin notes", "xargs -a /dev/stdin"),
+)
+def test_dev_stdin_is_stdin_too(name: str, args: list[str]) -> None:
+    # `cat /dev/stdin` in a managed process printed nothing of the input sent to it.
+    assert reads_stdin(name, args)
+
+
 def test_commands_outside_the_table_are_left_alone() -> None:
     assert not reads_stdin("ls", [])
     assert not reads_stdin("python3", ["-"])
