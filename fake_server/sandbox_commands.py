@@ -313,11 +313,7 @@ class SandboxCommands:
     def _stdin_is_process(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         """Status 0 when the caller reads the process's own stdin (no pipe, no redirection,
         no ``read -u FD``)."""
-        own = (
-            ctx.stdin is None
-            and self.run.invocation.live_stdin
-            and not any(arg.startswith("-") and "u" in arg for arg in ctx.argv)
-        )
+        own = ctx.stdin is None and self.run.invocation.live_stdin and _fd_read(ctx.argv) == "0"
         return bashkit.BuiltinResult(exit_code=0 if own else 1)
 
     def _feeds(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
@@ -487,6 +483,19 @@ def _read_options(args: list[str]) -> dict[str, str]:
                 break
             options[flag] = ""
     return options
+
+
+def _fd_read(args: list[str]) -> str:
+    """The file descriptor ``read``/``mapfile`` ARGS read: the value of ``-u`` (``-u 3``,
+    ``-ru3``), else ``0``. Any argument like an option that holds a ``u`` counts, even the
+    value of another option: a wrong guess leaves the process's input alone."""
+    values = iter(args)
+    for arg in values:
+        if arg.startswith("-") and "u" in arg:
+            fd = arg.partition("u")[2] or next(values, "")
+            if fd != "0":
+                return fd
+    return "0"
 
 
 async def _read_input(stdin: StdinReader, options: dict[str, str]) -> tuple[bytes, int]:

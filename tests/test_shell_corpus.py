@@ -53,7 +53,6 @@ _WRAPPED_PIPE = (
     " function reads it)"
 )
 _TIMEOUT_STDIN = "the fake (fixed next): timeout's command gets no stdin"
-_READ_U0 = "the fake (fixed next): read -u 0 does not read a process's live input"
 
 #: (corpus entry, modes) -> why the fake answers otherwise than bash there.
 KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
@@ -86,7 +85,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("stdin-timeout-cat", ("exec-stdin", "process")): _TIMEOUT_STDIN,
     ("timeout-pipe-into", EVERY_WAY): _TIMEOUT_STDIN,
     ("timeout-redirected-input", EVERY_WAY): _TIMEOUT_STDIN,
-    ("stdin-read-u0", PROCESS): _READ_U0,
 }
 #: Seconds one script may take in the fake before the test gives up on it.
 RUN_TIMEOUT_S = 30

@@ -101,3 +101,18 @@ async def test_an_array_reader_given_a_here_string_leaves_the_live_input_alone(
     )
     assert await h.shell.run(invocation) == 0
     assert out.getvalue() == b"1 a\n"
+
+
+async def test_read_and_mapfile_from_fd_0_read_a_processs_live_input(h: Harness) -> None:
+    # `read -u 0` is plain `read`: it read nothing of the input sent to the process.
+    out = BufferSink()
+    stdin = StdinReader(closed=False)
+    script = (
+        "read -r -u 0 a; read -ru0 b; exec 3<<< three; read -r -u 3 c; mapfile -t -u 0 rest\n"
+        'echo "$a $b $c ${rest[*]}"'
+    )
+    invocation = h.invocation("bash", "-c", script, stdin=stdin, stdout=out, live_stdin=True)
+    stdin.feed(b"one\ntwo\nfour\nfive\n")
+    stdin.close()
+    assert await h.shell.run(invocation) == 0
+    assert out.getvalue() == b"one two three four five\n"
