@@ -107,10 +107,15 @@ class SandboxCommands:
     """The fake's commands for one interpreter of one run (``depth`` counts ``timeout``
     nesting: each ``timeout`` runs its command in a child interpreter, like a child process)."""
 
-    def __init__(self, shell: Shell, run: Run, depth: int) -> None:
+    def __init__(
+        self, shell: Shell, run: Run, depth: int, stdin: StdinReader | None = None
+    ) -> None:
         self.shell = shell
         self.run = run
         self.depth = depth
+        #: What ``__fake_stdin`` feeds the script: the invocation's stdin, or for a ``timeout``
+        #: child the stdin its ``timeout`` was given.
+        self.stdin = stdin
         #: The callbacks in flight (see _owned); the shell's Interpreter stops them.
         self.callbacks: set[asyncio.Task[Any]] = set()
 
@@ -205,14 +210,21 @@ class SandboxCommands:
             )
             await ctx.stderr.write(message.encode())
             return 126
+        env = dict(ctx.env)
+        # Its command reads what timeout was given: the process's live input when the prelude
+        # says timeout reads it (as it does a registered command's), else the pipe or file.
+        live = env.pop(_LIVE_STDIN_FLAG, None) == "1"
+        stdin = StdinReader(closed=False)
+        feeder = None if live else asyncio.ensure_future(_pump_pipe(ctx.stdin, stdin))
         child = self.shell.interpreter(
-            self.run, cwd=ctx.cwd, env=dict(ctx.env), depth=self.depth + 1
+            self.run, cwd=ctx.cwd, env=env, depth=self.depth + 1, stdin=stdin
         )
         command = asyncio.ensure_future(
-            self.shell.execute(
+            self.shell.run_script(
                 self.run,
                 child,
                 shlex.join(args[1:]),
+                live=live,
                 stdout=_writer(ctx.stdout),
                 stderr=_writer(ctx.stderr),
             )
@@ -224,6 +236,8 @@ class SandboxCommands:
             )
         finally:
             timer.cancel()
+            if feeder is not None:
+                feeder.cancel()
             if not command.done():
                 command.cancel()  # which cancels the child interpreter
             await asyncio.wait((command,))
@@ -360,7 +374,7 @@ class SandboxCommands:
         return 0
 
     async def _feed_stdin(self, ctx: bashkit.CommandContext) -> int:
-        data = await self.run.invocation.stdin.read()
+        data = await (self.stdin or self.run.invocation.stdin).read()
         # The command may not read it all, as `true < file` does not.
         with contextlib.suppress(BrokenPipeError):
             await ctx.stdout.write(data)

@@ -346,12 +346,21 @@ class Shell:
 
     # -- interpreters ----------------------------------------------------------------------
 
-    def interpreter(self, run: Run, *, cwd: str, env: dict[str, str], depth: int) -> Interpreter:
-        """A fresh interpreter over the run's filesystem, with the fake's commands."""
+    def interpreter(
+        self,
+        run: Run,
+        *,
+        cwd: str,
+        env: dict[str, str],
+        depth: int,
+        stdin: StdinReader | None = None,
+    ) -> Interpreter:
+        """A fresh interpreter over the run's filesystem, with the fake's commands; ``stdin``
+        is what its script is fed when it is not the run's (a ``timeout`` child's)."""
         from fake_server import sandbox_commands
 
         self._interpreted = True
-        commands = sandbox_commands.SandboxCommands(self, run, depth)
+        commands = sandbox_commands.SandboxCommands(self, run, depth, stdin)
         bash = bashkit.Bash(
             username="root",
             hostname=run.invocation.hostname,
@@ -544,18 +553,41 @@ class Shell:
         interpreter = self.interpreter(run, cwd=invocation.cwd, env=env, depth=0)
         if plan.repl:
             return await self._repl(run, interpreter)
-        script = plan.script
-        if invocation.live_stdin:
+        stdin = invocation.stdin
+        return await self.run_script(
+            run,
+            interpreter,
+            plan.script,
+            live=invocation.live_stdin,
+            has_input=not stdin.closed or stdin.has_data(),
+        )
+
+    async def run_script(
+        self,
+        run: Run,
+        interpreter: Interpreter,
+        script: str,
+        *,
+        live: bool,
+        has_input: bool = True,
+        stdout: Callable[[bytes], Awaitable[None]] | None = None,
+        stderr: Callable[[bytes], Awaitable[None]] | None = None,
+    ) -> int:
+        """Run ``script`` in the interpreter with its stdin: a managed process's ``live``
+        input (through the prelude's wrappers), else what ``__fake_stdin`` feeds it when it
+        ``has_input``, else an empty stdin."""
+        if live:
             # A run of its own in the same interpreter, ahead of the script: an alias applies
             # only from the next line read, and the script's line numbers stay its own.
-            await self.execute(run, interpreter, self._stdin_prelude(script))
-        elif not invocation.stdin.closed or invocation.stdin.has_data():
+            prelude = self._stdin_prelude(script)
+            await self.execute(run, interpreter, prelude, stdout=stdout, stderr=stderr)
+        elif has_input:
             script = _FEED_STDIN + script
-        elif invocation.terminal is None:  # a terminal is its stdin
+        elif run.invocation.terminal is None:  # a terminal is its stdin
             script = _NO_STDIN + script
-        if invocation.terminal is not None:
+        if run.invocation.terminal is not None:
             script = _MERGE_STREAMS + script
-        return await self.execute(run, interpreter, script)
+        return await self.execute(run, interpreter, script, stdout=stdout, stderr=stderr)
 
     def _stdin_prelude(self, script: str | None = None) -> str:
         """Functions that hand a managed process's live stdin to ``read``, ``mapfile``, the
@@ -585,7 +617,13 @@ class Shell:
                 f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
                 f' __FAKE_LIVE_STDIN=1 command {name} "$@"; else command {name} "$@"; fi; }}'
             )
-        lines += aliases([*(name for name in STDIN_READERS if name not in registered), *registered])
+        # timeout's command reads what timeout would: the process's input too.
+        lines.append(
+            f"{WRAPPER_PREFIX}timeout() {{ if __fake_stdin_is_process; then"
+            ' __FAKE_LIVE_STDIN=1 timeout "$@"; else timeout "$@"; fi; }'
+        )
+        readers = [name for name in STDIN_READERS if name not in registered]
+        lines += aliases([*readers, *registered, "timeout"])
         return "\n".join(lines) + "\n"
 
     async def _repl(self, run: Run, interpreter: Interpreter) -> int:

@@ -116,3 +116,19 @@ async def test_read_and_mapfile_from_fd_0_read_a_processs_live_input(h: Harness)
     stdin.close()
     assert await h.shell.run(invocation) == 0
     assert out.getvalue() == b"one two three four five\n"
+
+
+async def test_timeouts_command_reads_what_timeout_was_given(h: Harness) -> None:
+    # Its command ran in a child interpreter with no stdin at all: each of these printed nothing.
+    script = "echo piped | timeout 5 cat; printf 'a\\nb\\n' > f; timeout 5 wc -l < f"
+    assert (await h.sh(script)).out == "piped\n2\n"
+    assert (await h.sh("timeout 5 cat", stdin=b"exec input\n")).out == "exec input\n"
+    out = BufferSink()
+    stdin = StdinReader(closed=False)
+    invocation = h.invocation(
+        "bash", "-c", "timeout 5 sort -r", stdin=stdin, stdout=out, live_stdin=True
+    )
+    stdin.feed(b"a\nb\n")
+    stdin.close()
+    assert await h.shell.run(invocation) == 0
+    assert out.getvalue() == b"b\na\n"
