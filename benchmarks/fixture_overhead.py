@@ -15,11 +15,17 @@ each test to the millisecond, and a test here takes about two, so every test of 
 out as 2 or 3 ms and a change of a few tenths of a millisecond did not show.
 
     python benchmarks/fixture_overhead.py [--tests 200] [--rounds 3] [--instructions [N]]
+    python benchmarks/fixture_overhead.py --only-instructions [N]   # the counts alone
 
 Timings swing by a fifth between runs on a shared machine. ``--instructions`` also counts, with
 valgrind's callgrind, the instructions of whole pytest runs of each project at N and 3N tests
-(default N = 50); the difference over 2N is what each further test costs, start-up and the
+(default N = 200); the difference over 2N is what each further test costs, start-up and the
 first test excluded by the subtraction, and it does not depend on how busy the machine is.
+The window is wide because the garbage collector's full collections come every few hundred
+tests, and one landing in one run and not the other moves a narrow window's figure: the
+``createos_aiohttp_server`` project counted 9.89M per test from runs of 50 and 150 tests, 9.45M
+from 100 and 600, 9.48M from 250 and 750. Start-up (~16G instructions a run) still costs more
+than the tests.
 
 Needs pytest-httpserver (``pip install pytest-httpserver``). Goal: createos_server's per-test
 overhead no larger than pytest-httpserver's, and far below a fresh server per test.
@@ -180,11 +186,22 @@ def main() -> None:
         "--instructions",
         type=int,
         nargs="?",
-        const=50,
+        const=200,
         metavar="N",
         help="also count instructions per test under callgrind (runs of N and 3N tests)",
     )
+    parser.add_argument(
+        "--only-instructions",
+        type=int,
+        nargs="?",
+        const=200,
+        metavar="N",
+        help="count instructions only (no timed rounds)",
+    )
     args = parser.parse_args()
+    if args.only_instructions:
+        report_instructions(args.only_instructions)
+        return
     if args.tests < 2:
         parser.error("--tests: at least 2 (the first test is reported on its own)")
     with tempfile.TemporaryDirectory() as tmp:
