@@ -6,6 +6,7 @@ It is registered through the ``pytest11`` entry point, so installing the package
 
 from __future__ import annotations
 
+import inspect
 import warnings
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -42,8 +43,16 @@ class CreateosMarkerWarning(UserWarning):
     so the marker does nothing."""
 
 
-#: The fixtures the ``createos`` marker configures (the others all go through one of them).
+#: The fixtures the ``createos`` marker configures.
 MARKED_FIXTURES = ("createos_server", "createos_aiohttp_server")
+#: The fixtures built on the test's fake, whichever of :data:`MARKED_FIXTURES` it is.
+BUILT_ON_THE_FAKE = (
+    "createos_faults",
+    "createos_journal",
+    "createos_config",
+    "createos_lease_params",
+    "createos_kit",
+)
 
 
 # -- options, marker, header -------------------------------------------------------------------
@@ -147,7 +156,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("createos") is None:
         return
     __tracebackhide__ = True  # with -W error, the warning alone is the report
-    if not set(MARKED_FIXTURES) & set(getattr(item, "fixturenames", ())):
+    if not {*MARKED_FIXTURES, *BUILT_ON_THE_FAKE} & set(getattr(item, "fixturenames", ())):
         # Attributed to the test's own line, where the fix is.
         item.warn(
             CreateosMarkerWarning(
@@ -349,6 +358,16 @@ async def createos_aiohttp_server(request: pytest.FixtureRequest) -> AsyncIterat
     from fake_server.runner import LOOPBACK
     from pytest_createos.channel import LocalChannel
 
+    test = getattr(request.node, "obj", None)
+    if test is not None and not inspect.iscoroutinefunction(inspect.unwrap(test)):
+        # Its server answers only while the test's loop runs, which a sync test's never does:
+        # the test's first request would hang until its client gave up.
+        _setup_error(
+            f"{request.node.nodeid} is not async, and createos_aiohttp_server serves the fake on "
+            "the test's own event loop, which runs only while an async test awaits: make the "
+            "test `async def`, or use createos_server (it serves the fake from a thread of its "
+            "own, for sync and async tests)"
+        )
     options = _marker_options(request)
     fake = FakeCreateOS(options.server_config())
     # aiohttp's own test server, started here rather than through pytest-aiohttp's
@@ -369,21 +388,40 @@ async def createos_aiohttp_server(request: pytest.FixtureRequest) -> AsyncIterat
         await test_server.close()
 
 
+def _the_tests_fake(request: pytest.FixtureRequest) -> CreateosServer:
+    """The fake of the test that asked for ``request.fixturename``: ``createos_aiohttp_server``
+    when the test (or a fixture it uses) asks for it, else ``createos_server``. Never a second
+    fake beside the test's own: faults added to it would never fire, and its journal would stay
+    empty."""
+    used = [name for name in MARKED_FIXTURES if name in request.fixturenames]
+    if len(used) > 1:
+        _setup_error(
+            f"{request.node.nodeid} uses both createos_server and createos_aiohttp_server (two "
+            f"fakes), so {request.fixturename} cannot tell which one it is for: use one of "
+            "them, or the handle's own attributes (createos_aiohttp_server.faults, .journal, "
+            "ConformanceKit(createos_aiohttp_server))"
+        )
+    server: CreateosServer = request.getfixturevalue(used[0] if used else "createos_server")
+    return server
+
+
 @pytest.fixture
-def createos_faults(createos_server: CreateosServer) -> Any:
-    """Shortcut for ``createos_server.faults`` (rules scoped to this test's tenant).
+def createos_faults(request: pytest.FixtureRequest) -> Any:
+    """Shortcut for ``createos_server.faults`` (rules scoped to this test's tenant), or for
+    ``createos_aiohttp_server.faults`` in a test that uses that fake.
 
     Example::
 
         def test_retry(createos_faults):
             createos_faults.error(503, route="POST /v1/sandboxes", times=1, retry_after=1)
     """
-    return createos_server.faults
+    return _the_tests_fake(request).faults
 
 
 @pytest.fixture
-def createos_journal(createos_server: CreateosServer) -> Any:
-    """Shortcut for ``createos_server.journal`` (this test's requests and events).
+def createos_journal(request: pytest.FixtureRequest) -> Any:
+    """Shortcut for ``createos_server.journal`` (this test's requests and events), or for
+    ``createos_aiohttp_server.journal`` in a test that uses that fake.
 
     Example::
 
@@ -391,12 +429,13 @@ def createos_journal(createos_server: CreateosServer) -> Any:
             ...
             createos_journal.assert_requested("DELETE /v1/sandboxes/{id}", times=1)
     """
-    return createos_server.journal
+    return _the_tests_fake(request).journal
 
 
 @pytest.fixture
-def createos_config(createos_server: CreateosServer) -> dict[str, Any]:
-    """A reference-provider configuration pointing at the fake (no pacing, fast polling).
+def createos_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A reference-provider configuration pointing at the test's fake (``createos_server``, or
+    ``createos_aiohttp_server`` in a test that uses it), with no pacing and fast polling.
 
     Example::
 
@@ -404,9 +443,10 @@ def createos_config(createos_server: CreateosServer) -> dict[str, Any]:
             lease = await createos_provider.acquire(company_id="c", environment_id="e",
                                                     config=createos_config)
     """
+    server = _the_tests_fake(request)
     return {
-        "apiUrl": createos_server.url,
-        "apiKey": createos_server.api_key,
+        "apiUrl": server.url,
+        "apiKey": server.api_key,
         "shape": DEFAULT_SHAPE,
         "requestSpacingMs": 0,
         "pollIntervalMs": 5,
@@ -445,9 +485,10 @@ async def createos_provider() -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-def createos_kit(createos_server: CreateosServer) -> Any:
+def createos_kit(request: pytest.FixtureRequest) -> Any:
     """The conformance kit (:class:`~pytest_createos.kit.ConformanceKit`) bound to this test's
-    fake: race scenarios for a host or provider, and checks over the journal.
+    fake (``createos_server``, or ``createos_aiohttp_server`` in a test that uses it): race
+    scenarios for a host or provider, and checks over the journal.
 
     Scope: function. Type: :class:`pytest_createos.kit.ConformanceKit`.
 
@@ -460,4 +501,4 @@ def createos_kit(createos_server: CreateosServer) -> Any:
     """
     from pytest_createos.kit import ConformanceKit
 
-    return ConformanceKit(createos_server)
+    return ConformanceKit(_the_tests_fake(request))

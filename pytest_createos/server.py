@@ -132,20 +132,48 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
         return self.add_all([rule])[0]
 
     def add_all(self, rules: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Add several rules at once (all or none)."""
+        """Add several rules at once (all or none); a gate a rule names is this test's own
+        (see :attr:`gates`)."""
         scoped = []
         for rule in rules:
             match = dict(rule.get("match") or {})
             match.setdefault("tenant", self.tenant_id)
-            scoped.append({**rule, "match": match})
+            scoped.append({**rule, "match": match, **self._own_gate(rule.get("action"))})
         return self._channel.add_rules(scoped)
 
-    def _gate_for(self, name: str) -> GateHandle:
-        return GateHandle(self._channel, name)
+    def _own_gate(self, action: Any) -> dict[str, Any]:
+        """The rule's ``action`` naming this test's gate, when it is a gate: on a fake that
+        other tests share, a gate named ``release`` in two tests' markers would hold both
+        tests' requests in one gate. Anything else is left to the fake to check."""
+        if not isinstance(action, Mapping) or action.get("type") != "gate":
+            return {}
+        name = action.get("name")
+        if not isinstance(name, str):
+            return {}
+        return {"action": {**action, "name": self._prefix + name}}
 
-    def gate(self, name: str, *, when: str = "before", **match: Any) -> GateHandle:
-        """Hold this tenant's matching requests in a gate; gate names are per test."""
-        return super().gate(self._prefix + name, when=when, **match)
+    def _gate_for(self, name: str) -> GateHandle:
+        return GateHandle(self._channel, self._prefix + name)
+
+    @property
+    def gates(self) -> dict[str, GateHandle]:
+        """This test's gates by the names its rules gave them, however they were added: by
+        :meth:`gate`, :meth:`add` or the marker's ``faults``.
+
+        Example::
+
+            @pytest.mark.createos(faults=[{"match": {"route": "DELETE /v1/sandboxes/{id}"},
+                                           "action": {"type": "gate", "name": "release"}}])
+            def test_release(createos_server):
+                gate = createos_server.faults.gates["release"]
+                ...
+                gate.wait_held(1)
+        """
+        names = (rule["action"]["name"] for rule in self.rules if rule["action"]["type"] == "gate")
+        return {
+            name.removeprefix(self._prefix): GateHandle(self._channel, name)
+            for name in sorted(names)
+        }
 
     @property
     def rules(self) -> list[dict[str, Any]]:
