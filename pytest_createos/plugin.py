@@ -307,10 +307,10 @@ def createos_server(
     Example::
 
         def test_create(createos_server):
-            client = createos.Client(api_key=createos_server.api_key,
-                                     base_url=createos_server.url)
-            sandbox = client.create_sandbox(createos.CreateSandboxRequest(shape="s-1vcpu-1gb"))
-            sandbox.destroy()
+            with createos.Client(api_key=createos_server.api_key,
+                                 base_url=createos_server.url) as client:
+                sandbox = client.create_sandbox(createos.CreateSandboxRequest(shape="s-1vcpu-1gb"))
+                sandbox.destroy()
     """
     from fake_server import BackgroundServer, FakeCreateOS
     from pytest_createos._remote import manual_clock_problem

@@ -69,8 +69,16 @@ def test_every_page_has_runnable_examples() -> None:
 
 def test_every_test_example_passes_as_printed(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(**{f"test_{where}": code for where, code in TESTS})
-    # A hang (it happened: see pytest_createos/_context_shield.py) fails here, not at CI's limit.
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rfEs", timeout=300)
+    # As strict as a project with `filterwarnings = error`: an example that leaks a client's
+    # socket would fail there. A hang (it happened: see pytest_createos/_context_shield.py)
+    # fails here, not at CI's limit.
+    strict = (
+        "-W",
+        "error::ResourceWarning",
+        "-W",
+        "error::pytest.PytestUnraisableExceptionWarning",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rfEs", *strict, timeout=300)
     outcomes = result.parseoutcomes()
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert outcomes.get("passed", 0) >= len(TESTS)
