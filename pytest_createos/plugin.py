@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 import pytest_asyncio
 
+from pytest_createos._rewrite import leave_the_fake_unrewritten
 from pytest_createos._settings import LEAK_MODES, PluginSettings, read_settings
 
 # Every pytest run of a project that installs the plugin imports this module: the fake, its
@@ -95,6 +96,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _SETTINGS = pytest.StashKey[PluginSettings]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # Before any conftest could import the fake (see _rewrite).
+    leave_the_fake_unrewritten(early_config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
