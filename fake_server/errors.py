@@ -94,7 +94,7 @@ SUB_PATH_UNSUPPORTED = "is not supported by the fake: mount the disk's root"
 NO_CREDIT = "insufficient credit"
 
 # Exec, files and processes
-CMD_REQUIRED = "cmd is required"
+CMD_REQUIRED = "is required"
 PATH_REQUIRED = "path query parameter is required"
 PATH_NOT_ABSOLUTE = "path must be absolute"
 PATH_INVALID = "path must not contain NUL bytes, control characters or invisible characters"

@@ -288,7 +288,7 @@ class CreateosServer:
     """A running fake as one test sees it.
 
     Attributes: ``url`` (base URL for clients), ``api_key`` (the test's own tenant), ``tenant_id``,
-    ``seed`` (this test's seed), ``faults``, ``journal``, ``clock``; :meth:`state` lists the
+    ``seed`` (this test's seed), ``faults``, ``journal``, ``clock``; :attr:`state` lists the
     tenant's sandboxes.
     """
 

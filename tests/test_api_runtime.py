@@ -72,8 +72,8 @@ async def test_exec_stdin_and_declared_env_overrides(client: Client, sandbox_id:
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
-        ({}, "cmd"),
-        ({"cmd": ""}, "cmd"),
+        ({}, "cmd: is required"),  # the field named once (it said "cmd: cmd is required")
+        ({"cmd": ""}, "cmd: is required"),
         ({"cmd": 1}, "cmd"),
         ({"cmd": "ls", "args": "x"}, "args"),
         ({"cmd": "ls", "env": {"A": 1}}, "env"),
