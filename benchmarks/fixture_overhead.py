@@ -22,10 +22,10 @@ valgrind's callgrind, the instructions of whole pytest runs of each project at N
 (default N = 200); the difference over 2N is what each further test costs, start-up and the
 first test excluded by the subtraction, and it does not depend on how busy the machine is.
 The window is wide because the garbage collector's full collections come every few hundred
-tests, and one landing in one run and not the other moves a narrow window's figure: the
-``createos_aiohttp_server`` project counted 9.89M per test from runs of 50 and 150 tests, 9.45M
-from 100 and 600, 9.48M from 250 and 750. Start-up (~16G instructions a run) still costs more
-than the tests.
+tests, and one landing in one run and not the other moves a narrow window's figure: in runs
+with ``PYTHONDONTWRITEBYTECODE=1`` (a heavier heap), the ``createos_aiohttp_server`` project
+counted 9.89M per test from runs of 50 and 150 tests, 9.45M from 100 and 600, 9.48M from 250
+and 750. Start-up (~16G instructions a run) still costs more than the tests.
 
 Needs pytest-httpserver (``pip install pytest-httpserver``). Goal: createos_server's per-test
 overhead no larger than pytest-httpserver's, and far below a fresh server per test.
