@@ -23,7 +23,7 @@ import contextlib
 import math
 import shlex
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import bashkit
@@ -101,6 +101,28 @@ def _usage(command: str, message: str, status: int = 1) -> bashkit.BuiltinResult
         stderr=f"{command}: {message}\nTry '{command} --help' for more information.\n",
         exit_code=status,
     )
+
+
+def _options(
+    command: str, argv: Sequence[str], letters: str, long: Mapping[str, str]
+) -> tuple[set[str], list[str]] | bashkit.BuiltinResult:
+    """``command``'s GNU-style options in ``argv`` as the letters they stand for (``-sn`` and
+    ``--kernel-name`` alike), and its operands; or its usage error for an option it lacks."""
+    given: set[str] = set()
+    operands: list[str] = []
+    for arg in argv:
+        if arg.startswith("--"):
+            if arg not in long:
+                return _usage(command, f"unrecognized option '{arg}'")
+            given.add(long[arg])
+        elif arg.startswith("-") and len(arg) > 1:
+            for letter in arg[1:]:
+                if letter not in letters:
+                    return _usage(command, f"invalid option -- '{letter}'")
+                given.add(letter)
+        else:
+            operands.append(arg)
+    return given, operands
 
 
 class SandboxCommands:
@@ -251,19 +273,12 @@ class SandboxCommands:
     # -- the machine ---------------------------------------------------------------------------
 
     def _uname(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
-        wanted: set[str] = set()
-        for arg in ctx.argv:
-            if arg.startswith("--"):
-                if arg not in _UNAME_LONG:
-                    return _usage("uname", f"unrecognized option '{arg}'")
-                wanted.add(_UNAME_LONG[arg])
-            elif arg.startswith("-") and len(arg) > 1:
-                for flag in arg[1:]:
-                    if flag not in "asnrvmpio":
-                        return _usage("uname", f"invalid option -- '{flag}'")
-                    wanted.add(flag)
-            else:
-                return _usage("uname", f"extra operand '{arg}'")
+        parsed = _options("uname", ctx.argv, "asnrvmpio", _UNAME_LONG)
+        if isinstance(parsed, bashkit.BuiltinResult):
+            return parsed
+        wanted, operands = parsed
+        if operands:
+            return _usage("uname", f"extra operand '{operands[0]}'")
         every = "a" in wanted
         fields = [
             value if value is not None else self.run.invocation.hostname
@@ -442,20 +457,10 @@ class SandboxCommands:
 
 def _id(ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
     """GNU ``id`` of the sandbox's only user, root (the interpreter's own says uid 1000)."""
-    letters: set[str] = set()
-    users: list[str] = []
-    for arg in ctx.argv:
-        if arg.startswith("--"):
-            if arg not in _ID_OPTIONS:
-                return _usage("id", f"unrecognized option '{arg}'")
-            letters.add(_ID_OPTIONS[arg])
-        elif arg.startswith("-") and len(arg) > 1:
-            for letter in arg[1:]:
-                if letter not in "ugGnrz":
-                    return _usage("id", f"invalid option -- '{letter}'")
-                letters.add(letter)
-        else:
-            users.append(arg)
+    parsed = _options("id", ctx.argv, "ugGnrz", _ID_OPTIONS)
+    if isinstance(parsed, bashkit.BuiltinResult):
+        return parsed
+    letters, users = parsed
     if len(users) > 1:
         return _usage("id", f"extra operand '{users[1]}'")
     if users and users[0] not in ("root", "0"):

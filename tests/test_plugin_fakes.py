@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_plugin import HELPERS
+from tests.plugin_project import make_project
 
 pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(helpers=HELPERS)
-    pytester.makeini(
-        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
-        "filterwarnings = ignore::pytest.PytestAssertRewriteWarning\n"
-    )
-    return pytester
+    return make_project(pytester)
 
 
 def test_the_fixtures_built_on_a_fake_use_the_same_loop_fake_of_a_test_that_uses_it(
