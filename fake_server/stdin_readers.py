@@ -28,6 +28,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 __all__ = [
+    "LIVE_MARK",
     "STDIN_READERS",
     "WRAPPER_PREFIX",
     "Effect",
@@ -455,6 +456,8 @@ class _Reading:
 #: the pipe starts with a group, a function, a subshell or a builtin such as ``seq`` or ``cat``
 #: (``seq 3 | grep 2`` printed nothing in a managed process).
 WRAPPER_PREFIX = "__fake_live_"
+#: A shell variable set (never exported) where the wrappers are defined: see :func:`aliases`.
+LIVE_MARK = "__fake_live"
 #: What every wrapper runs: the command fed by the process's live input when it would read it there
 #: (through a redirection: behind a pipe from the fake's ``__fake_cat``, bashkit 0.20.1's
 #: ``/dev/stdin`` reads nothing), else the command unchanged. One shared function keeps the
@@ -497,13 +500,21 @@ def wrappers(skip: Container[str] = ()) -> list[str]:
 
 
 def aliases(names: Iterable[str]) -> list[str]:
-    """The lines that make each of ``names`` call its wrapper (``__fake_live_NAME``). They
-    apply from the next line the interpreter reads, so they go ahead of a script, not on its
-    first line.
+    """The lines that make each of ``names`` call its wrapper (``__fake_live_NAME``) in the
+    shell that runs a managed process's script, and the plain command in a shell it starts
+    (``bash -c``, ``sh -c``, ``find -exec sh -c``). They apply from the next line the
+    interpreter reads, so they go ahead of a script, not on its first line.
+
+    bashkit 0.20.1 hands a nested ``bash -c`` the aliases, not the functions: an alias of the
+    wrapper itself made ``sh -c 'grep x f'`` "command not found". So each alias names its
+    wrapper through :data:`LIVE_MARK`, a variable set here and not exported, which a nested
+    shell does not have: there the alias yields the command's own name.
 
     Example:
-        >>> aliases(["cat", "wc"])
-        ['shopt -s expand_aliases', 'alias cat=__fake_live_cat wc=__fake_live_wc']
+        >>> aliases(["cat"])[1:]
+        ['__fake_live=1', "alias 'cat=${__fake_live:+__fake_live_}cat'"]
     """
-    pairs = " ".join(shlex.quote(f"{name}={WRAPPER_PREFIX}{name}") for name in names)
-    return ["shopt -s expand_aliases", f"alias {pairs}"]
+    pairs = " ".join(
+        shlex.quote(f"{name}=${{{LIVE_MARK}:+{WRAPPER_PREFIX}}}{name}") for name in names
+    )
+    return ["shopt -s expand_aliases", f"{LIVE_MARK}=1", f"alias {pairs}"]

@@ -198,3 +198,30 @@ async def test_the_wrappers_leave_the_scripts_line_numbers_alone(
     await follower.to_end()
     assert follower.output("stdout") == b"1\n3\n"
     assert follower.output("stderr") == b"bash: line 2: nope: command not found\n"
+
+
+#: (script, what bash prints): shells a managed process's script starts, which agents run all the
+#: time, with the commands that have live-input wrappers in the script's own shell.
+NESTED_SHELLS: list[tuple[str, bytes]] = [
+    ("echo hi > f; bash -c 'cat f'", b"hi\n"),
+    ("echo hi > f; sh -c 'grep h f'", b"hi\n"),
+    ("printf 'a\\nb\\n' > f; find . -name f -exec sh -c 'wc -l < \"$1\"' _ {} \\;", b"2\n"),
+    ("echo x | bash -c 'cat'", b"x\n"),
+    ("printf 'b\\na\\n' | sh -c 'sort | head -n 1'", b"a\n"),
+]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"), NESTED_SHELLS, ids=[script for script, _ in NESTED_SHELLS]
+)
+async def test_a_shell_the_script_starts_has_every_command(
+    aiohttp_client: ClientFactory, script: str, expected: bytes
+) -> None:
+    # The wrappers' aliases reach a nested bash -c, their functions do not (bashkit 0.20.1):
+    # each of these failed with "__fake_live_cat: command not found".
+    _, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, script)
+    assert (await client.post(f"{base}/stdin/close")).status == 200
+    follower = await Follower.open(client, base)
+    assert (await follower.to_end())["exit_code"] == 0
+    assert (follower.output("stdout"), follower.output("stderr")) == (expected, b"")

@@ -52,12 +52,6 @@ _WRAPPED_PIPE = (
     " (head is a wrapper function there, and bashkit runs a pipe's writer to its end before a"
     " function reads it)"
 )
-_NESTED_ALIASES = (
-    "the fake: in a managed process, a nested bash -c or sh -c finds no wrapped reader (wc,"
-    " grep...: command not found __fake_live_wc): bashkit 0.20.1 passes the wrappers' aliases"
-    " to bash -c, not their functions"
-)
-
 #: (corpus entry, modes) -> why the fake answers otherwise than bash there.
 KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("sync-realpath", EVERY_WAY): _REALPATH,
@@ -86,7 +80,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("stdin-sh-s", PROCESS): _UNWRAPPED,
     ("stdin-bash-script", PROCESS): _UNWRAPPED,
     ("misc-yes-head", PROCESS): _WRAPPED_PIPE,
-    ("nested-bash-reader-of-a-file", PROCESS): _NESTED_ALIASES,
 }
 #: Seconds one script may take in the fake before the test gives up on it.
 RUN_TIMEOUT_S = 30
