@@ -1,8 +1,23 @@
-"""MkDocs hook: the reference tables of the documentation, rendered from the code that declares
-them, so a page can never drift from what the fake and the plugin really accept.
+"""The reference tables of the documentation, rendered from the code that declares them, so a
+page can never drift from what the fake and the plugin really accept.
 
-A page asks for a table with a comment on a line of its own, e.g. ``<!-- table: cli-flags -->``;
-an unknown table name fails the build. ``mkdocs.yml`` lists this file under ``hooks``.
+A page holds each table between two HTML comments on lines of their own (invisible on GitHub,
+in an editor's preview and on the site)::
+
+    <!-- table: cli-flags -->
+
+    | Flag | Meaning |
+    ...
+
+    <!-- /table -->
+
+The table between them is generated, committed, and never edited by hand: ``python
+docs/tables.py`` rewrites every page's tables from the code and names the pages it changed. A
+lone opening comment (a new table) gets its table and its closing comment the same way.
+
+As the MkDocs hook (``mkdocs.yml`` lists this file under ``hooks``), it fails the build on a
+stale table or an unknown table name; the project's suite (``tests/test_doc_tables.py``)
+checks every page the same way. The suite runs without MkDocs, so only the hook imports it.
 """
 
 from __future__ import annotations
@@ -10,20 +25,24 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import types
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from _pytest.config.argparsing import Parser
-from mkdocs.exceptions import PluginError
 
 from fake_server import cli, faults, openapi, sandbox_commands
 from fake_server.filesystem import programs
 from pytest_createos import _checks, _scenarios, plugin
 
-__all__ = ["on_page_markdown"]
+__all__ = ["COMMAND", "TABLES", "TableError", "main", "on_page_markdown", "refresh"]
 
-_TABLE = re.compile(r"^<!-- table: ([a-z-]+) -->$", re.MULTILINE)
+#: What a contributor runs to bring every page's tables up to date.
+COMMAND = "python docs/tables.py"
+#: The folder of the pages.
+DOCS = Path(__file__).resolve().parent
 
 
 def _row(*cells: str) -> str:
@@ -255,13 +274,92 @@ TABLES: dict[str, Callable[[], str]] = {
 }
 
 
-def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Replace each ``<!-- table: NAME -->`` line with the table it names."""
+# -- the tables on the pages -------------------------------------------------------------------
 
-    def render(found: re.Match[str]) -> str:
-        name = found.group(1)
-        if name not in TABLES:
-            raise PluginError(f"docs: unknown table {name!r}; known: {', '.join(TABLES)}")
-        return TABLES[name]()
+# Any name, so that a misspelt one is refused rather than left as a bare comment.
+_OPEN = re.compile(r"^<!-- table: (\S+) -->$", re.MULTILINE)
+_CLOSE = re.compile(r"^<!-- /table -->$", re.MULTILINE)
 
-    return _TABLE.sub(render, markdown)
+
+class TableError(ValueError):
+    """A page asks for a table nobody declares, or its markers do not pair up."""
+
+
+def _block(name: str) -> str:
+    """The table ``name`` between its two markers, as a page commits it."""
+    if name not in TABLES:
+        raise TableError(f"unknown table {name!r}; known: {', '.join(TABLES)}")
+    return f"<!-- table: {name} -->\n\n{TABLES[name]()}\n\n<!-- /table -->"
+
+
+def refresh(text: str) -> tuple[str, list[str]]:
+    """A page's text with every table regenerated, and the names of those that were stale.
+
+    A table's block runs from its opening marker to the first closing marker before the next
+    opening one; an opening marker with no closing one before the next table (or the page's
+    end) is a table not generated yet, so stale. A closing marker outside a block is refused.
+    """
+    openings = list(_OPEN.finditer(text))
+    closings = [found.end() for found in _CLOSE.finditer(text)]
+    parts: list[str] = []
+    stale: list[str] = []
+    paired: set[int] = set()
+    done = 0  # how much of the text is in parts
+    for number, opening in enumerate(openings):
+        limit = openings[number + 1].start() if number + 1 < len(openings) else len(text)
+        inside = [end for end in closings if opening.end() < end <= limit]
+        end = inside[0] if inside else opening.end()
+        paired.add(end)
+        fresh = _block(opening.group(1))
+        if text[opening.start() : end] != fresh:
+            stale.append(opening.group(1))
+        parts += [text[done : opening.start()], fresh]
+        done = end
+    if set(closings) - paired:
+        raise TableError("a closing marker <!-- /table --> without its opening one")
+    return "".join(parts) + text[done:], stale
+
+
+def on_page_markdown(markdown: str, *, page: Any, **_: Any) -> str:
+    """The page as committed, once every table on it is what the code declares now."""
+    # Imported here: the suite imports this module without MkDocs installed. An error rather
+    # than a warning: `mkdocs build -q` drops warnings before strict mode counts them.
+    from mkdocs.exceptions import PluginError
+
+    where = f"docs/{page.file.src_uri}"
+    try:
+        stale = refresh(markdown)[1]
+    except TableError as error:
+        raise PluginError(f"{where}: {error}") from error
+    if stale:
+        names = ", ".join(stale)
+        which = f"the table {names} is" if len(stale) == 1 else f"the tables {names} are"
+        raise PluginError(
+            f"{where}: {which} not what the code declares now (stale, or edited by hand);"
+            f" run `{COMMAND}` and commit the pages it changes"
+        )
+    return markdown
+
+
+def main() -> int:
+    """Regenerate every page's tables in place; print each page changed, and its tables."""
+    changed = 0
+    for path in sorted(DOCS.rglob("*.md")):
+        where = path.relative_to(DOCS.parent).as_posix()
+        text = path.read_text()
+        try:
+            fresh, stale = refresh(text)
+        except TableError as error:
+            print(f"{where}: {error}", file=sys.stderr)
+            return 1
+        if stale:
+            path.write_text(fresh)
+            changed += 1
+            print(f"{where}: {', '.join(stale)}")
+    if not changed:
+        print("every table is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
