@@ -141,7 +141,7 @@ class _Schemas:
         if "const" in schema:
             return json.dumps(schema["const"])
         if "enum" in schema:
-            return " \\| ".join(json.dumps(value) for value in schema["enum"])
+            return " or ".join(json.dumps(value) for value in schema["enum"])
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 return " or ".join(self.sketch(part, depth) for part in schema[key])

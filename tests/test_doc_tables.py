@@ -125,3 +125,11 @@ def test_the_command_rewrites_stale_pages_and_names_them(
     stale.write_text("<!-- table: nope -->\n")
     assert tables.main() == 1
     assert capsys.readouterr().err.startswith("docs/sub/new.md: unknown table 'nope'")
+
+
+@pytest.mark.parametrize("name", sorted(tables.TABLES))
+def test_no_code_span_holds_a_pipe(name: str) -> None:
+    # In a table, GitHub splits a cell at a bare `|` even inside backticks and shows `\|` as
+    # `|`, while MkDocs shows the backslash of `\|` inside backticks: neither renders both.
+    spans = re.findall(r"`[^`]*`", tables.TABLES[name]())
+    assert [span for span in spans if "|" in span] == []
