@@ -245,7 +245,12 @@ def kit_checks() -> str:
 
 def shell_commands() -> str:
     """Every program in a sandbox's ``/bin``, and the commands the fake itself adds."""
-    image = sorted(entry["name"] for entry in programs().read_dir("/"))
+    # Files only: the program tree also holds a fresh filesystem's empty dev, home and tmp.
+    image = sorted(
+        entry["name"]
+        for entry in programs().read_dir("/")
+        if entry["metadata"]["file_type"] == "file"
+    )
     # The fake's commands are declared per run; a run with no registered commands lists them.
     commands = sandbox_commands.SandboxCommands(types.SimpleNamespace(registry={}), None, 0)
     added = sorted(

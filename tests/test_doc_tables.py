@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fake_server.filesystem import programs
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -133,3 +135,11 @@ def test_no_code_span_holds_a_pipe(name: str) -> None:
     # `|`, while MkDocs shows the backslash of `\|` inside backticks: neither renders both.
     spans = re.findall(r"`[^`]*`", tables.TABLES[name]())
     assert [span for span in spans if "|" in span] == []
+
+
+def test_the_shell_commands_list_the_programs_and_no_directory() -> None:
+    listed = tables.shell_commands().split("\n\n")[0].split(": ", 1)[1]
+    names = {entry["name"]: entry["metadata"]["file_type"] for entry in programs().read_dir("/")}
+    assert {name: names[name] for name in re.findall(r"`([^`]+)`", listed)} == {
+        name: "file" for name, kind in names.items() if kind == "file"
+    }
