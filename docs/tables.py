@@ -161,8 +161,20 @@ class _Schemas:
                 f'"{key}"{"" if key in required else "?"}: {self.sketch(value, depth + 1)}'
                 for key, value in properties.items()
             ]
+            fields += map(self._ignored, schema.get("patternProperties", {}).items())
             return "{" + ", ".join(fields) + "}"
         return str(kind or "any")
+
+    @staticmethod
+    def _ignored(pattern_and_schema: tuple[str, dict[str, Any]]) -> str:
+        """Fields the fake accepts and ignores: ``api_schema`` matches them by a pattern of
+        their names, ``^(cwd|timeout)$``, which reads here as the names."""
+        pattern, schema = pattern_and_schema
+        names = re.fullmatch(r"\^\(([\w|]+)\)\$", pattern)
+        if names is None:
+            raise ValueError(f"docs/tables.py cannot sketch the key pattern {pattern!r}")
+        keys = ", ".join(f'"{name}"?' for name in names.group(1).split("|"))
+        return f"{keys}: {schema['description'].rstrip('.').lower()}"
 
     def components_table(self) -> str:
         rows = []

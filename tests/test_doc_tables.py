@@ -143,3 +143,12 @@ def test_the_shell_commands_list_the_programs_and_no_directory() -> None:
     assert {name: names[name] for name in re.findall(r"`([^`]+)`", listed)} == {
         name: "file" for name, kind in names.items() if kind == "file"
     }
+
+
+def test_the_fields_exec_accepts_and_ignores_are_in_its_row() -> None:
+    exec_row = next(
+        line
+        for line in tables.sandbox_api().splitlines()
+        if line.startswith("| `POST /v1/sandboxes/{id}/exec` |")
+    )
+    assert '"cwd"?, "timeout"?, "timeout_ms"?: accepted and ignored}`' in exec_row
