@@ -3,7 +3,9 @@ answered for each (``expected.json``, written by :mod:`tests.shell_corpus.regene
 
 Every script runs two ways in bash: with no stdin at all (``</dev/null``, an ``/exec`` without
 ``stdin``) and with its stdin (its own, else :data:`DEFAULT_STDIN`: an ``/exec`` with
-``stdin``, or a managed process fed through ``POST …/input`` and then closed).
+``stdin``, or a managed process fed through ``POST …/input`` and then closed); and a third way,
+with no stdin of its own: the script is itself the input of ``bash -s`` (an interactive shell,
+a managed process without a script, sent the script's lines through ``POST …/input``).
 
 Example:
     >>> entries = parse("=== hello\\necho hi\\n\\n=== reader\\ncat\\n--- stdin \\"x\\\\n\\"\\n")
@@ -46,6 +48,11 @@ class Entry:
         """What the script reads when it is given a stdin."""
         return DEFAULT_STDIN if self.stdin is None else self.stdin
 
+    @property
+    def script_input(self) -> str:
+        """The script as an interactive shell is sent it: its lines, each ended."""
+        return self.script + "\n"
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -62,11 +69,13 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Expected:
-    """An entry and what bash answered without stdin and with it."""
+    """An entry and what bash answered without stdin, with it, and given the script as its
+    stdin."""
 
     entry: Entry
     without_stdin: Outcome
     with_stdin: Outcome
+    script_on_stdin: Outcome
 
 
 def parse(text: str) -> list[Entry]:
@@ -117,6 +126,7 @@ def load_expected() -> tuple[str, list[Expected]]:
             Entry(item["name"], item["script"], item["stdin"]),
             _outcome(item["without_stdin"]),
             _outcome(item["with_stdin"]),
+            _outcome(item["script_on_stdin"]),
         )
         for item in data["entries"]
     ]

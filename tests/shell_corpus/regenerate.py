@@ -3,8 +3,10 @@
 Each script runs as ``/bin/bash --norc --noprofile -c SCRIPT`` in a fresh empty directory that is
 also its ``$HOME``, with the sandbox's base environment (:data:`fake_server.shell.BASE_ENV`)
 plus ``LC_ALL=C``, umask 022, no terminal, once with stdin ``/dev/null`` and once with its stdin
-through a pipe. That directory's path is written as :data:`~tests.shell_corpus.corpus.HOME` in
-what bash printed, where the fake runs the script.
+through a pipe; and as ``/bin/bash --norc --noprofile -s`` with the script itself on its stdin
+(what an interactive shell, a process without a script, is sent), where a command that reads
+stdin reads the script's next lines. That directory's path is written as
+:data:`~tests.shell_corpus.corpus.HOME` in what bash printed, where the fake runs the script.
 
 Usage (from the repository's root, with bash 5.2 on PATH or named)::
 
@@ -38,12 +40,13 @@ def bash_version(bash: str) -> str:
     ).stdout.splitlines()[0]
 
 
-def run(bash: str, entry: Entry, stdin: str | None) -> dict[str, object]:
-    """What bash answers for ``entry`` given ``stdin`` (None: ``/dev/null``)."""
+def run(bash: str, options: list[str], stdin: str | None) -> dict[str, object]:
+    """What bash answers run with ``options`` (``-c SCRIPT`` or ``-s``) given ``stdin`` (None:
+    ``/dev/null``)."""
     with tempfile.TemporaryDirectory(prefix="shell-corpus-") as directory:
         env = {**BASE_ENV, "HOME": directory, "LC_ALL": "C"}
         done = subprocess.run(
-            [ARGV0, "--norc", "--noprofile", "-c", entry.script],
+            [ARGV0, "--norc", "--noprofile", *options],
             executable=bash,
             cwd=directory,
             env=env,
@@ -66,8 +69,9 @@ def answers(bash: str, entry: Entry) -> dict[str, object]:
         "name": entry.name,
         "script": entry.script,
         "stdin": entry.stdin,
-        "without_stdin": run(bash, entry, None),
-        "with_stdin": run(bash, entry, entry.given_stdin),
+        "without_stdin": run(bash, ["-c", entry.script], None),
+        "with_stdin": run(bash, ["-c", entry.script], entry.given_stdin),
+        "script_on_stdin": run(bash, ["-s"], entry.script_input),
     }
 
 
