@@ -54,6 +54,7 @@ from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
+from fake_server.repl import repl  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
 from fake_server.stdin_readers import STDIN_READERS, WRAPPER_PREFIX, aliases, wrappers  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
@@ -87,7 +88,7 @@ SHELLS = frozenset({"bash", "sh", "dash"})
 _SUGGESTION_HINT = b". Did you mean: "
 _SUGGESTION = re.compile(rb"\. Did you mean: [^\n]*\?(?=\n|$)")
 #: A terminal merges stdout and stderr into one stream, in the order they are written.
-_MERGE_STREAMS = "exec 2>&1; "
+MERGE_STREAMS = "exec 2>&1; "
 #: An ``/exec``'s stdin, made the whole script's own: a redirection of the shell itself, not a
 #: pipe into a group, which would run the script in a pipeline's subshell (no ``EXIT`` trap,
 #: a ``shopt -s extglob`` too late for its parse, an error ending the group).
@@ -552,7 +553,7 @@ class Shell:
         invocation = run.invocation
         interpreter = self.interpreter(run, cwd=invocation.cwd, env=env, depth=0)
         if plan.repl:
-            return await self._repl(run, interpreter)
+            return await repl(self, run, interpreter, self._stdin_prelude())
         stdin = invocation.stdin
         return await self.run_script(
             run,
@@ -586,7 +587,7 @@ class Shell:
         elif run.invocation.terminal is None:  # a terminal is its stdin
             script = _NO_STDIN + script
         if run.invocation.terminal is not None:
-            script = _MERGE_STREAMS + script
+            script = MERGE_STREAMS + script
         return await self.execute(run, interpreter, script, stdout=stdout, stderr=stderr)
 
     def _stdin_prelude(self, script: str | None = None) -> str:
@@ -625,29 +626,6 @@ class Shell:
         readers = [name for name in STDIN_READERS if name not in registered]
         lines += aliases([*readers, *registered, "timeout"])
         return "\n".join(lines) + "\n"
-
-    async def _repl(self, run: Run, interpreter: Interpreter) -> int:
-        """An interactive shell: commands read from stdin, one complete command at a time,
-        in one interpreter (state carries over), with a prompt and echo on a PTY."""
-        invocation = run.invocation
-        prelude = self._stdin_prelude() + 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
-        if invocation.terminal is not None:
-            prelude = _MERGE_STREAMS + prelude
-        status = await self.execute(run, interpreter, prelude)
-        bash = interpreter.bash
-        pending = ""
-        while not run.exit_requested:
-            if invocation.terminal is not None:
-                run.write_out(b"> " if pending else _prompt(bash, invocation.hostname))
-            line, found = await invocation.stdin.read_until(b"\n")
-            if not found and not line:
-                break
-            pending += line.decode("utf-8", "replace") + "\n"
-            if found and _incomplete(bash, pending):
-                continue
-            status = await self.execute(run, interpreter, pending)
-            pending = ""
-        return status
 
 
 @dataclass(frozen=True)
@@ -701,22 +679,6 @@ def _program(cmd: str) -> str:
     ``{"cmd": "/bin/cat"}`` would otherwise read EOF at once."""
     directory, name = posixpath.split(cmd)
     return name if directory in PROGRAM_DIRS and name in STDIN_READERS else cmd
-
-
-def _incomplete(bash: bashkit.Bash, script: str) -> bool:
-    """Whether ``script`` needs more lines (an open ``if``, quote, here-document...)."""
-    try:
-        bash.analyze(script)
-    except bashkit.BashError as exc:
-        text = str(exc).lower()
-        return "end of" in text or "eof" in text or "unterminated" in text or "expected" in text
-    return False
-
-
-def _prompt(bash: bashkit.Bash, hostname: str) -> bytes:
-    cwd = bash.shell_state().cwd
-    shown = "~" + cwd[len("/root") :] if cwd == "/root" or cwd.startswith("/root/") else cwd
-    return f"root@{hostname}:{shown}# ".encode()
 
 
 async def _awaitable(value: Any) -> Any:

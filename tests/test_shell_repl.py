@@ -1,0 +1,133 @@
+"""An interactive shell (a managed ``/bin/bash`` without a script) sent a script as its input:
+each expected value is what GNU bash 5.2 answered given the same script on its stdin
+(``bash --norc --noprofile -s``), sent in one piece and line by line."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import bashkit
+import pytest
+
+from fake_server.repl import needs_more
+from fake_server.shell import Terminal
+from fake_server.streams import BufferSink, StdinReader
+from tests.test_shell import Harness, Result
+
+
+@pytest.fixture
+async def h() -> AsyncIterator[Harness]:
+    harness = Harness()
+    yield harness
+    await harness.shell.wait_idle()
+
+
+@pytest.fixture(params=["one piece", "line by line"])
+def by_lines(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param == "line by line")
+
+
+async def interactive(h: Harness, script: str, *, by_lines: bool) -> Result:
+    """What an interactive shell answers when sent ``script`` and then the end of its input."""
+    stdin, out, err = StdinReader(closed=False), BufferSink(), BufferSink()
+    invocation = h.invocation("/bin/bash", stdin=stdin, stdout=out, stderr=err, live_stdin=True)
+    run = asyncio.ensure_future(h.shell.run(invocation))
+    for piece in script.splitlines(keepends=True) if by_lines else [script]:
+        stdin.feed(piece.encode())
+    stdin.close()
+    status = await asyncio.wait_for(run, 10)
+    return Result(status, out.getvalue().decode(), err.getvalue().decode())
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "out"),
+    [
+        pytest.param(
+            "X=world\ncat <<EOF\nhello $X\nEOF\necho after\n",
+            0,
+            "hello world\nafter\n",
+            id="a here-document's body",
+        ),
+        pytest.param(
+            "cat <<A; cat <<-B\nfirst\nA\n\tsecond\n\tB\necho $((1 << 2)) <<<x\n",
+            0,
+            "first\nsecond\n4\n",
+            id="two here-documents, a shift and a here-string",
+        ),
+        pytest.param("echo a \\\n  b\n", 0, "a b\n", id="a continued line"),
+        pytest.param(
+            'arr=(\n  a\n  b\n)\ntrue &&\n  echo "${#arr[@]}"\n',
+            0,
+            "2\n",
+            id="an array and a list across lines",
+        ),
+        pytest.param(
+            'echo $LINENO\nread -r x\nskipped line\necho "$LINENO $x"\n',
+            0,
+            "1\n3 skipped line\n",
+            id="LINENO counts the lines run",
+        ),
+        pytest.param("false\necho $?\n", 0, "1\n", id="the status carries over"),
+        pytest.param("set -e\nfalse\necho no\n", 1, "", id="set -e ends the shell"),
+        pytest.param(
+            "set -o pipefail\nfalse | true\necho $?\n", 0, "1\n", id="set options carry over"
+        ),
+        pytest.param('set -u\necho "$nope"\necho no\n', 1, "", id="an unset variable ends it"),
+        pytest.param(
+            "(exit 3); echo $?\nx=$(exit 4); echo $?\necho still\n",
+            0,
+            "3\n4\nstill\n",
+            id="exit in a subshell does not end it",
+        ),
+        pytest.param(
+            "trap 'echo bye $?' EXIT\necho hi\nfalse\n",
+            1,
+            "hi\nbye 1\n",
+            id="the EXIT trap runs at the end",
+        ),
+        pytest.param("trap 'echo bye $?' EXIT\nexit 3\necho no\n", 3, "bye 3\n", id="and at exit"),
+        pytest.param("echo a\nif then\necho no\n", 2, "a\n", id="a syntax error ends it"),
+        pytest.param("if true; then\necho a\n", 2, "", id="so does an unfinished command"),
+    ],
+)
+async def test_an_interactive_shell_runs_its_input_as_bash_s_does(
+    h: Harness, by_lines: bool, script: str, status: int, out: str
+) -> None:
+    result = await interactive(h, script, by_lines=by_lines)
+    assert (result.status, result.out) == (status, out), result.err
+
+
+async def test_the_state_it_restores_is_not_traced(h: Harness, by_lines: bool) -> None:
+    result = await interactive(h, "set -x\nfalse\necho hi\n", by_lines=by_lines)
+    assert result == Result(0, "hi\n", "+ false\n+ echo hi\n")
+
+
+async def test_a_terminal_shell_outlives_errors_and_a_subshell_exit(h: Harness) -> None:
+    # As an interactive bash: ${v:?} and a syntax error end the command, not the shell.
+    stdin, out = StdinReader(closed=False), BufferSink()
+    invocation = h.invocation(
+        "bash", stdin=stdin, stdout=out, stderr=out, live_stdin=True, terminal=Terminal()
+    )
+    run = asyncio.ensure_future(h.shell.run(invocation))
+    stdin.feed(b'echo ${nope:?gone}\nif then\n(exit 3); echo "status $?"\nexit 5\necho no\n')
+    assert await asyncio.wait_for(run, 10) == 5
+    assert b"status 3\r\n" in out.getvalue()
+    assert b"no\r\n" not in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("text", "more"),
+    [
+        ("cat <<'E' # <<X\nbody\nE\n", False),
+        ("cat <<\\E\nbody\n", True),
+        ("echo '<<X'\n", False),
+        ("echo a # \\\n", False),
+        ("echo a |\n", True),
+        ("echo a &\n", False),
+        ("case x in a) echo;; esac\n", False),
+        ("x=$'a\\'<<b'\n", False),
+    ],
+)
+def test_what_needs_more_lines(text: str, more: bool) -> None:
+    assert needs_more(bashkit.Bash(), text) is more
