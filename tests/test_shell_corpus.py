@@ -1,7 +1,9 @@
-"""The shell corpus (:mod:`tests.shell_corpus`) against the fake: every script, run the three
-ways clients run scripts — a buffered ``/exec`` without ``stdin``, one with ``stdin``, and a
-managed process fed through ``POST …/input`` then closed — must end with bash's exit status,
-print exactly bash's stdout, and write to stderr exactly when bash did.
+"""The shell corpus (:mod:`tests.shell_corpus`) against the fake: every script, run the ways
+clients run scripts — a buffered ``/exec`` without ``stdin``, one with ``stdin``, a managed
+process fed through ``POST …/input`` then closed, and an interactive shell (a managed
+``/bin/bash`` without a script) sent the script itself as its input, in one piece or line by
+line, then closed — must end with bash's exit status, print exactly bash's stdout, and write to
+stderr exactly when bash did.
 
 What bash answered is ``tests/shell_corpus/expected.json`` (regenerate it after editing the
 scripts); the differences that are the interpreter's own, not the fake's, are listed in
@@ -23,17 +25,25 @@ from fake_server import FakeCreateOS, ServerConfig
 from tests.shell_corpus.corpus import Expected, Outcome, load_expected, load_scripts
 
 BASH_VERSION, EXPECTED = load_expected()
-#: How a client runs a script: ``/exec`` without stdin, ``/exec`` with it, a managed process.
-MODES = ("exec", "exec-stdin", "process")
+#: How a client runs a script: ``/exec`` without stdin, ``/exec`` with it, a managed process,
+#: and an interactive shell sent the script in one ``POST …/input`` or one per line.
+MODES = ("exec", "exec-stdin", "process", "repl", "repl-lines")
 EVERY_WAY = MODES
 NO_STDIN = ("exec",)
 PROCESS = ("process",)
+REPL = ("repl", "repl-lines")
+#: A script run by bash -c: bash -s, given the script as its input, answers some errors
+#: otherwise (exit status 1 where bash -c exits 127).
+SCRIPT = ("exec", "exec-stdin", "process")
+MANAGED = (*PROCESS, *REPL)
 
 # Why the fake answers otherwise than bash: the interpreter's own bugs (bashkit 0.20.1, each
 # seen with a bare ``bashkit.Bash()`` too), and what docs/shell.md lists as unlike bash.
 _REALPATH = "bashkit: realpath ignores --relative-to (prints the absolute path)"
 _UMASK = "bashkit: umask is not applied to new files (always 644)"
-_EXPANSION_ERROR = "bashkit: set -u on an unset variable, or ${v:?}, exits 1, not 127"
+_EXPANSION_ERROR = (
+    "bashkit: set -u on an unset variable, or ${v:?}, exits 1, not 127 (as bash -s does)"
+)
 _OCTAL = "bashkit: a variable's value 010 is decimal in $(( )), not octal (a literal 010 is)"
 _PATH = "bashkit: its commands ignore PATH (PATH=/nonexistent; ls still runs)"
 _BC = "bashkit: bc prints 0.33 where GNU bc prints .33"
@@ -41,7 +51,8 @@ _SOURCE_STDIN = "bashkit: source /dev/stdin finds no such file"
 _READ_ARRAY_EOF = "bashkit: read -a at EOF leaves one empty element, bash none"
 _ZERO = "the fake: $0 of the script is bash, not the path the client gave (/bin/bash)"
 _SHOWS = (
-    "the fake: a managed process's live-input wrappers show (aliases, functions, expand_aliases)"
+    "the fake: a managed process's (and an interactive shell's) live-input wrappers show"
+    " (aliases, functions, expand_aliases)"
 )
 _UNWRAPPED = (
     "the fake: in a managed process, command NAME, \\NAME, env NAME, /bin/NAME and a nested"
@@ -57,20 +68,20 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("sync-realpath", EVERY_WAY): _REALPATH,
     ("sync-lease-file", EVERY_WAY): _UMASK,
     ("misc-umask", EVERY_WAY): _UMASK,
-    ("strict-nounset", EVERY_WAY): _EXPANSION_ERROR,
-    ("param-error", EVERY_WAY): _EXPANSION_ERROR,
-    ("param-error-script", EVERY_WAY): _EXPANSION_ERROR,
+    ("strict-nounset", SCRIPT): _EXPANSION_ERROR,
+    ("param-error", SCRIPT): _EXPANSION_ERROR,
+    ("param-error-script", SCRIPT): _EXPANSION_ERROR,
     ("arith-comparison-strings", EVERY_WAY): _OCTAL,
     ("env-path-lookup", EVERY_WAY): _PATH,
     ("misc-bc", EVERY_WAY): _BC,
     ("stdin-source-dev-stdin", EVERY_WAY): _SOURCE_STDIN,
     ("stdin-read-a", NO_STDIN): _READ_ARRAY_EOF,
     ("misc-dollar-zero-and-args", EVERY_WAY): _ZERO,
-    ("misc-alias-noninteractive", PROCESS): _SHOWS,
-    ("stdin-type-cat", PROCESS): _SHOWS,
-    ("stdin-declare-f-empty", PROCESS): _SHOWS,
-    ("stdin-alias-list", PROCESS): _SHOWS,
-    ("stdin-shopt-expand-aliases", PROCESS): _SHOWS,
+    ("misc-alias-noninteractive", MANAGED): _SHOWS,
+    ("stdin-type-cat", MANAGED): _SHOWS,
+    ("stdin-declare-f-empty", MANAGED): _SHOWS,
+    ("stdin-alias-list", MANAGED): _SHOWS,
+    ("stdin-shopt-expand-aliases", MANAGED): _SHOWS,
     ("stdin-quoted-names", PROCESS): _UNWRAPPED,
     ("stdin-command-cat", PROCESS): _UNWRAPPED,
     ("stdin-env-cat", PROCESS): _UNWRAPPED,
@@ -79,7 +90,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("stdin-nested-bash-read", PROCESS): _UNWRAPPED,
     ("stdin-sh-s", PROCESS): _UNWRAPPED,
     ("stdin-bash-script", PROCESS): _UNWRAPPED,
-    ("misc-yes-head", PROCESS): _WRAPPED_PIPE,
+    ("misc-yes-head", MANAGED): _WRAPPED_PIPE,
 }
 #: Seconds one script may take in the fake before the test gives up on it.
 RUN_TIMEOUT_S = 30
@@ -96,6 +107,8 @@ def _known(name: str, mode: str) -> str | None:
 def _cases() -> Iterator[Any]:
     for expected in EXPECTED:
         for mode in MODES:
+            if mode == "repl-lines" and "\n" not in expected.entry.script:
+                continue  # one line: sent in one piece, as in the "repl" mode
             reason = _known(expected.entry.name, mode)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             yield pytest.param(expected, mode, id=f"{expected.entry.name}[{mode}]", marks=marks)
@@ -142,7 +155,11 @@ class Sandboxes:
             entry = expected.entry
             argv: dict[str, Any] = {"cmd": "/bin/bash", "args": ["-lc", entry.script]}
             if mode == "process":
-                return await self._process(base, argv, entry.given_stdin)
+                return await self._process(base, argv, [entry.given_stdin])
+            if mode in REPL:
+                script = entry.script_input
+                inputs = script.splitlines(keepends=True) if mode == "repl-lines" else [script]
+                return await self._process(base, {"cmd": "/bin/bash"}, inputs)
             if mode == "exec-stdin":
                 argv["stdin"] = entry.given_stdin
             result = (await self._data("POST", f"{base}/exec", **argv))["result"]
@@ -150,11 +167,13 @@ class Sandboxes:
         finally:
             await self._data("DELETE", f"/v1/sandboxes/{sandbox}")
 
-    async def _process(self, base: str, argv: dict[str, Any], stdin: str) -> Outcome:
+    async def _process(self, base: str, argv: dict[str, Any], inputs: list[str]) -> Outcome:
+        """A managed process sent ``inputs``, one ``POST …/input`` each, then closed."""
         process = (await self._data("POST", f"{base}/processes", **argv))["process_id"]
         path = f"{base}/processes/{process}"
-        data = base64.b64encode(stdin.encode()).decode()
-        await self._data("POST", f"{path}/input", exited_ok=True, data_base64=data)
+        for stdin in inputs:
+            data = base64.b64encode(stdin.encode()).decode()
+            await self._data("POST", f"{path}/input", exited_ok=True, data_base64=data)
         await self._data("POST", f"{path}/stdin/close", exited_ok=True)
         response = await self.client.get(f"{path}/connect")
         assert response.status == 200
@@ -180,7 +199,10 @@ def sandboxes() -> Iterator[Sandboxes]:
 
 @pytest.mark.parametrize(("expected", "mode"), list(_cases()))
 def test_the_fake_answers_as_bash(sandboxes: Sandboxes, expected: Expected, mode: str) -> None:
-    bash = expected.without_stdin if mode == "exec" else expected.with_stdin
+    if mode in REPL:
+        bash = expected.script_on_stdin
+    else:
+        bash = expected.without_stdin if mode == "exec" else expected.with_stdin
     fake = sandboxes.run(expected, mode)
     assert fake.compared() == bash.compared(), (
         f"script: {expected.entry.script!r}\nbash ({BASH_VERSION}) stderr: {bash.stderr!r}\n"
