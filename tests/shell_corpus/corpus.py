@@ -1,9 +1,9 @@
 """The shell corpus as data: the scripts (``scripts.txt``, written by hand) and what GNU bash
 answered for each (``expected.json``, written by :mod:`tests.shell_corpus.regenerate`).
 
-Every script runs two ways in bash: with no stdin at all (``</dev/null``, an ``/exec`` without
+Every script runs three ways in bash: with no stdin at all (``</dev/null``, an ``/exec`` without
 ``stdin``) and with its stdin (its own, else :data:`DEFAULT_STDIN`: an ``/exec`` with
-``stdin``, or a managed process fed through ``POST …/input`` and then closed); and a third way,
+``stdin``, or a managed process fed through ``POST …/input`` and then closed); and
 with no stdin of its own: the script is itself the input of ``bash -s`` (an interactive shell,
 a managed process without a script, sent the script's lines through ``POST …/input``).
 
