@@ -259,14 +259,13 @@ class _Session:
 
 async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -> int:
     """Run the commands the process's input brings, one complete command at a time, after
-    ``prelude`` (the live-input wrappers); the shell's exit status."""
-    from fake_server.shell import MERGE_STREAMS
-
+    ``prelude`` (the live-input wrappers, and on a terminal the merge of its two streams); the
+    shell's exit status."""
     invocation = run.invocation
     terminal = invocation.terminal is not None
     if terminal:
         # An interactive bash ends at exit (not in a subshell: the trailer runs then).
-        prelude = MERGE_STREAMS + prelude + 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
+        prelude += 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
     await shell.execute(run, interpreter, prelude)
     bash = interpreter.bash
     session = _Session()

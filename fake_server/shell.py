@@ -88,7 +88,7 @@ SHELLS = frozenset({"bash", "sh", "dash"})
 _SUGGESTION_HINT = b". Did you mean: "
 _SUGGESTION = re.compile(rb"\. Did you mean: [^\n]*\?(?=\n|$)")
 #: A terminal merges stdout and stderr into one stream, in the order they are written.
-MERGE_STREAMS = "exec 2>&1; "
+_MERGE_STREAMS = "exec 2>&1; "
 #: An ``/exec``'s stdin, made the whole script's own: a redirection of the shell itself, not a
 #: pipe into a group, which would run the script in a pipeline's subshell (no ``EXIT`` trap,
 #: a ``shopt -s extglob`` too late for its parse, an error ending the group).
@@ -553,7 +553,10 @@ class Shell:
         invocation = run.invocation
         interpreter = self.interpreter(run, cwd=invocation.cwd, env=env, depth=0)
         if plan.repl:
-            return await repl(self, run, interpreter, self._stdin_prelude())
+            prelude = self._stdin_prelude()
+            if invocation.terminal is not None:
+                prelude = _MERGE_STREAMS + prelude
+            return await repl(self, run, interpreter, prelude)
         stdin = invocation.stdin
         return await self.run_script(
             run,
@@ -587,7 +590,7 @@ class Shell:
         elif run.invocation.terminal is None:  # a terminal is its stdin
             script = _NO_STDIN + script
         if run.invocation.terminal is not None:
-            script = MERGE_STREAMS + script
+            script = _MERGE_STREAMS + script
         return await self.execute(run, interpreter, script, stdout=stdout, stderr=stderr)
 
     def _stdin_prelude(self, script: str | None = None) -> str:
