@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import bashkit
 import pytest
 
-from fake_server.repl import needs_more
+from fake_server.repl import _Gathering, _Parse, needs_more
 from fake_server.shell import Terminal
 from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness, Result
@@ -131,3 +131,40 @@ async def test_a_terminal_shell_outlives_errors_and_a_subshell_exit(h: Harness) 
 )
 def test_what_needs_more_lines(text: str, more: bool) -> None:
     assert needs_more(bashkit.Bash(), text) is more
+
+
+class CountingBash:
+    """A parser that counts how often it reads a whole text."""
+
+    def __init__(self) -> None:
+        self.bash = bashkit.Bash()
+        self.analyzed = 0
+
+    def analyze(self, text: str) -> object:
+        self.analyzed += 1
+        return self.bash.analyze(text)
+
+
+@pytest.mark.parametrize(
+    ("first", "body", "last"),
+    [
+        ("if true; then\n", '  echo "line {n}"\n', "fi\n"),
+        ("f() {\n", "  printf '%s\\n' {n}\n", "}\n"),
+        ("cat > f <<'EOF'\n", "line {n} $(not run)\n", "EOF\n"),
+        ('echo "start\n', "line {n} ( ) fi done }}\n", 'end"\n'),
+    ],
+    ids=["if", "function", "here-document", "a quote"],
+)
+def test_a_long_command_is_parsed_once_it_may_have_ended_not_at_every_line(
+    first: str, body: str, last: str
+) -> None:
+    # Parsed whole at every line, a 1,000-line if held the event loop for 8 s.
+    bash, gathering = CountingBash(), _Gathering()
+    text = first
+    assert gathering.parse(bash, text) is _Parse.INCOMPLETE
+    for n in range(200):
+        text += body.format(n=n)
+        assert gathering.parse(bash, text) is _Parse.INCOMPLETE
+    assert bash.analyzed <= 1
+    text += last
+    assert gathering.parse(bash, text) is _Parse.COMPLETE
