@@ -117,9 +117,10 @@ class _Scanner:
     """Whether the text ends inside a here-document's body, after a ``\\``-newline, a ``&&``,
     ``||`` or ``|``, inside parentheses (``arr=(``) or inside a quote: the interpreter's parser
     accepts the first four as they are. Scans only what was appended since the last call, and
-    notes whether that may end a construct the parser found open (:attr:`may_close`): an
-    unquoted ``)``, a backquote, a closing word (``fi``, ``done``, ``esac``, ``]]``, ``}``), a
-    quote that spanned lines, a here-document's end."""
+    notes whether that may end a construct the parser found open (:attr:`may_close`): a ``)``
+    or a backquote that closes one opened on an earlier line, a closing word (``fi``, ``done``,
+    ``esac``, ``]]``, ``}``), a quote that spanned lines, a here-document's end. A line's own
+    ``$(…)`` or backquotes do not count: a script's lines are full of them."""
 
     def __init__(self) -> None:
         #: Where the scan goes on, and its state there.
@@ -127,6 +128,10 @@ class _Scanner:
         self.quote = ""  # "'", '"' or "$'"
         self.quote_spans_lines = False
         self.depth = 0
+        #: The depth of parentheses where the current line started.
+        self.line_depth = 0
+        #: An unquoted backquote is open: "here" (on the current line) or "before".
+        self.backquote = ""
         self.last = ""  # the last unquoted control operator, or "w" after anything else
         #: Here-documents whose bodies are being read, the one being read first.
         self.reading: list[tuple[str, bool]] = []
@@ -183,18 +188,23 @@ class _Scanner:
                 continue
             elif c == "(":
                 depth += 1
-            elif c in ")`":
-                depth -= c == ")"
-                self.may_close = True
-            elif c == "\n" and bodies:
-                i, self.reading = _after_bodies(text, i + 1, bodies)
-                bodies = []
-                if self.reading:
-                    self.quote, self.depth, self.last = quote, depth, last
-                    self.i = i
-                    return True
-                self.may_close = True
-                continue
+            elif c == ")":
+                depth -= 1
+                self.may_close |= depth < self.line_depth
+            elif c == "`":
+                self.may_close |= self.backquote == "before"
+                self.backquote = "" if self.backquote else "here"
+            elif c == "\n":
+                self._line_starts(depth)
+                if bodies:
+                    i, self.reading = _after_bodies(text, i + 1, bodies)
+                    bodies = []
+                    if self.reading:
+                        self.quote, self.depth, self.last = quote, depth, last
+                        self.i = i
+                        return True
+                    self.may_close = True
+                    continue
             elif c in "&|":
                 operator = text[i : i + 2] if text.startswith(("&&", "||", "|&"), i) else c
                 last = "|" if operator == "|&" else operator
@@ -207,6 +217,11 @@ class _Scanner:
             i += 1
         self.i, self.quote, self.depth, self.last = i, quote, depth, last
         return bool(quote) or i < end or bool(bodies) or depth > 0 or last in _CONTINUING
+
+    def _line_starts(self, depth: int) -> None:
+        self.line_depth = depth
+        if self.backquote:
+            self.backquote = "before"
 
 
 def _closing_word_at(text: str, i: int) -> bool:

@@ -152,8 +152,10 @@ class CountingBash:
         ("f() {\n", "  printf '%s\\n' {n}\n", "}\n"),
         ("cat > f <<'EOF'\n", "line {n} $(not run)\n", "EOF\n"),
         ('echo "start\n', "line {n} ( ) fi done }}\n", 'end"\n'),
+        ("while true; do\n", '  x=$(echo {n}) && echo "$x `date`"\n', "done\n"),
+        ("x=$(\n", "  echo {n}; y=`date`\n", ")\n"),
     ],
-    ids=["if", "function", "here-document", "a quote"],
+    ids=["if", "function", "here-document", "a quote", "substitutions", "in a substitution"],
 )
 def test_a_long_command_is_parsed_once_it_may_have_ended_not_at_every_line(
     first: str, body: str, last: str
