@@ -176,30 +176,6 @@ PIPES = [
 ]
 
 
-@pytest.mark.parametrize(("script", "expected"), PIPES, ids=[script for script, _ in PIPES])
-async def test_a_reader_at_the_end_of_a_pipe_reads_the_pipe(
-    aiohttp_client: ClientFactory, script: str, expected: bytes
-) -> None:
-    _, client, sandbox_id = await serve(aiohttp_client)
-    base = await start_script(client, sandbox_id, script)
-    # Closed, so that a reader fed the process's input instead ends too (with nothing).
-    assert (await client.post(f"{base}/stdin/close")).status == 200
-    follower = await Follower.open(client, base)
-    assert (await follower.to_end())["exit_code"] == 0
-    assert follower.output("stdout") == expected
-
-
-async def test_the_wrappers_leave_the_scripts_line_numbers_alone(
-    aiohttp_client: ClientFactory,
-) -> None:
-    _, client, sandbox_id = await serve(aiohttp_client)
-    base = await start_script(client, sandbox_id, 'echo "$LINENO"\nnope\necho "$LINENO"')
-    follower = await Follower.open(client, base)
-    await follower.to_end()
-    assert follower.output("stdout") == b"1\n3\n"
-    assert follower.output("stderr") == b"bash: line 2: nope: command not found\n"
-
-
 #: (script, what bash prints): shells a managed process's script starts, which agents run all the
 #: time, with the commands that have live-input wrappers in the script's own shell.
 NESTED_SHELLS: list[tuple[str, bytes]] = [
@@ -212,16 +188,28 @@ NESTED_SHELLS: list[tuple[str, bytes]] = [
 
 
 @pytest.mark.parametrize(
-    ("script", "expected"), NESTED_SHELLS, ids=[script for script, _ in NESTED_SHELLS]
+    ("script", "expected"),
+    [*PIPES, *NESTED_SHELLS],
+    ids=[script for script, _ in [*PIPES, *NESTED_SHELLS]],
 )
-async def test_a_shell_the_script_starts_has_every_command(
+async def test_a_pipe_or_a_shell_the_script_starts_gets_what_bash_gives_it(
     aiohttp_client: ClientFactory, script: str, expected: bytes
 ) -> None:
-    # The wrappers' aliases reach a nested bash -c, their functions do not (bashkit 0.20.1):
-    # each of these failed with "__fake_live_cat: command not found".
     _, client, sandbox_id = await serve(aiohttp_client)
     base = await start_script(client, sandbox_id, script)
+    # Closed, so that a reader fed the process's input instead ends too (with nothing).
     assert (await client.post(f"{base}/stdin/close")).status == 200
     follower = await Follower.open(client, base)
     assert (await follower.to_end())["exit_code"] == 0
     assert (follower.output("stdout"), follower.output("stderr")) == (expected, b"")
+
+
+async def test_the_wrappers_leave_the_scripts_line_numbers_alone(
+    aiohttp_client: ClientFactory,
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, 'echo "$LINENO"\nnope\necho "$LINENO"')
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    assert follower.output("stdout") == b"1\n3\n"
+    assert follower.output("stderr") == b"bash: line 2: nope: command not found\n"
