@@ -36,6 +36,7 @@ from _pytest.config.argparsing import Parser
 from fake_server import cli, faults, openapi, sandbox_commands
 from fake_server.filesystem import programs
 from pytest_createos import _checks, _scenarios, plugin
+from pytest_createos.kit import WORKLOADS
 
 __all__ = ["COMMAND", "TABLES", "TableError", "main", "on_page_markdown", "refresh"]
 
@@ -252,6 +253,18 @@ def kit_checks() -> str:
     return _table(("Check", "Holds when"), ((_code(k), v) for k, v in _checks.CHECKS.items()))
 
 
+def explorer_workloads() -> str:
+    """The workloads the schedule explorer races: their calls, started together."""
+    rows = []
+    for workload in WORKLOADS:
+        calls = " ∥ ".join(_code(op.describe()) for op in workload.ops)
+        if workload.released:
+            leases = ", ".join(f"L{lease + 1}" for lease in workload.released)
+            calls += f" ({leases} released first)"
+        rows.append((_code(workload.name), calls, workload.summary))
+    return _table(("Workload", "Calls (∥: at once)", "What it looks for"), rows)
+
+
 # -- inside a sandbox --------------------------------------------------------------------------
 
 
@@ -285,6 +298,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "control-api": control_api,
     "sandbox-api": sandbox_api,
     "kit-scenarios": kit_scenarios,
+    "explorer-workloads": explorer_workloads,
     "provider-scenarios": provider_scenarios,
     "kit-checks": kit_checks,
     "shell-commands": shell_commands,
