@@ -312,7 +312,8 @@ class _Session:
         first command, which starts in a fresh state."""
         if not self.lines_before:
             return ""
-        restore = [f"unset {_STATUS} {_TRAP}"]
+        # Silent: a client's command may have made them readonly (bash would not mind).
+        restore = [f"unset {_STATUS} {_TRAP} 2>/dev/null"]
         if self.trap:
             restore.append(self.trap)
         # -x last: nothing of the header is traced.
@@ -338,8 +339,12 @@ class _Session:
         if _STATUS not in state.variables:
             self.status = status
             return False
-        self.status = int(state.variables[_STATUS])
-        self.trap = state.variables.get(_TRAP, "")
+        # A client's command may have taken the names (readonly, declare -i): the trailer
+        # could not set them, and the shell goes on as bash's would, the status unknown (the
+        # trailer's) and the trap lost rather than run from what the client left there.
+        kept, trap = state.variables[_STATUS], state.variables.get(_TRAP, "")
+        self.status = int(kept) if kept.isdecimal() else status
+        self.trap = trap if trap.startswith("trap -- ") else ""
         return True
 
 

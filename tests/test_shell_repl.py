@@ -170,3 +170,14 @@ def test_a_long_command_is_parsed_once_it_may_have_ended_not_at_every_line(
     assert bash.analyzed <= 1
     text += last
     assert gathering.parse(bash, text) is _Parse.COMPLETE
+
+
+@pytest.mark.parametrize("name", ["__fake_repl_status", "__fake_repl_trap"])
+async def test_a_command_that_takes_the_shells_own_names_does_not_end_it(
+    h: Harness, by_lines: bool, name: str
+) -> None:
+    # A readonly status once raised ValueError in the shell: its process never ended. What
+    # the trailer can no longer keep (a status, a trap) is lost; the commands still run.
+    script = f"readonly {name}=abc\nfalse\necho next $?\n"
+    result = await interactive(h, script, by_lines=by_lines)
+    assert (result.out, result.err) == ("next 1\n", "")
