@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import re
 from typing import TYPE_CHECKING, Protocol
@@ -93,12 +94,41 @@ class _Gathering:
 
     def parse(self, bash: _Parser, text: str) -> _Parse:
         """Where ``text``, the lines gathered so far (the last call's and more), stands."""
+        scanned = self.scan(text)
+        return self.parsed_as(_analyzed(bash, text)) if scanned is None else scanned
+
+    def scan(self, text: str) -> _Parse | None:
+        """Where ``text`` stands as far as the scan tells, or None when the parser must read
+        it (then :meth:`parsed_as` takes what it said)."""
         if self.scanner.open_at_end(text):
             return _Parse.INCOMPLETE
         if self.parsed is not _Parse.INCOMPLETE or self.scanner.may_close:
-            self.parsed = _analyzed(bash, text)
-            self.scanner.may_close = False
+            return None
         return self.parsed
+
+    def parsed_as(self, parse: _Parse) -> _Parse:
+        """Take what the parser said of the whole text."""
+        self.parsed = parse
+        self.scanner.may_close = False
+        return parse
+
+
+#: How much text the shell scans or parses on the event loop; more goes to a worker thread
+#: (the parser lets go of the GIL; the scan, in Python, shares it every few ms). On the loop,
+#: an 8 MiB line held it for 3 s (the scan) and a line of 8 MiB of words for 8 s (the parse).
+_ON_LOOP = 64 << 10
+
+
+async def _parse_of(gathering: _Gathering, bash: _Parser, text: str) -> _Parse:
+    """:meth:`_Gathering.parse`, a long text's scan or parse on a worker thread."""
+    if len(text) - gathering.scanner.i > _ON_LOOP:
+        return await asyncio.to_thread(gathering.parse, bash, text)
+    scanned = gathering.scan(text)
+    if scanned is not None:
+        return scanned
+    if len(text) > _ON_LOOP:
+        return gathering.parsed_as(await asyncio.to_thread(_analyzed, bash, text))
+    return gathering.parsed_as(_analyzed(bash, text))
 
 
 def _analyzed(bash: _Parser, text: str) -> _Parse:
@@ -370,7 +400,7 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
             break
         if found or line:
             pending += line.decode("utf-8", "replace") + "\n"
-        parse = gathering.parse(bash, pending)
+        parse = await _parse_of(gathering, bash, pending)
         if found and parse is _Parse.INCOMPLETE:
             continue
         command, pending, gathering = pending, "", _Gathering()

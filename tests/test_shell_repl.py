@@ -5,12 +5,14 @@ each expected value is what GNU bash 5.2 answered given the same script on its s
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 
 import bashkit
 import pytest
 
-from fake_server.repl import _Gathering, _Parse, needs_more
+from fake_server import repl
+from fake_server.repl import _Gathering, _Parse, _Parser, needs_more
 from fake_server.shell import Terminal
 from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness, Result
@@ -181,3 +183,31 @@ async def test_a_command_that_takes_the_shells_own_names_does_not_end_it(
     script = f"readonly {name}=abc\nfalse\necho next $?\n"
     result = await interactive(h, script, by_lines=by_lines)
     assert (result.out, result.err) == ("next 1\n", "")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "echo " + "x " * (64 << 10) + "\n",
+        "if true; then\n" + "  echo line\n" * (8 << 10) + "fi\n",
+    ],
+    ids=["a long line", "a long command of short lines"],
+)
+async def test_a_long_command_is_parsed_off_the_event_loop(
+    h: Harness, by_lines: bool, script: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On the loop, the parse of an 8 MiB line held it for 8 s (its scan for 3 s).
+    # The threads that parsed a text too long for the loop.
+    threads: list[int] = []
+    parse = repl._analyzed
+
+    def analyzed(bash: _Parser, text: str) -> _Parse:
+        if len(text) > repl._ON_LOOP:
+            threads.append(threading.get_ident())
+        return parse(bash, text)
+
+    monkeypatch.setattr(repl, "_analyzed", analyzed)
+    result = await interactive(h, script, by_lines=by_lines)
+    assert result.status == 0, result.err
+    assert threads
+    assert threading.get_ident() not in threads
