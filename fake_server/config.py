@@ -43,6 +43,9 @@ class ServerConfig:
     journal_capacity: int = 10_000
     #: Per-process output journal size (the real service keeps 1 MiB).
     output_cap_bytes: int = 1 << 20
+    #: Input a managed process may hold unread (sent with ``POST …/input``, not read yet);
+    #: more is refused (409) until it reads, as a full pipe stops its writer.
+    stdin_cap_bytes: int = 8 << 20
     #: Largest upload; the sandbox shell's own filesystem caps a file at 10 MB too.
     max_file_bytes: int = 10_000_000
     #: Output one buffered ``/exec`` may produce before it is stopped (its answer says so). A

@@ -120,6 +120,10 @@ OUTPUT_EVICTED = "output_offset_expired"
 WAIT_TIMEOUT = "process did not exit before timeout_ms"
 INPUT_INVALID = "data_base64 must be standard padded base64"
 INPUT_TOO_LARGE = "input larger than {cap} bytes (decoded): split it over several calls"
+PROCESS_STDIN_FULL = (
+    "the process has {unread} bytes of input it has not read yet, and holds at most {cap}: "
+    "send the rest once it reads"
+)
 
 # Access tokens
 ACCESS_TOKEN_ENABLED = "an access token is already enabled for this sandbox; rotate it instead"

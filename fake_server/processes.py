@@ -217,6 +217,7 @@ class ManagedProcess:
         clock: Clock,
         created_at: datetime,
         output_cap: int = DEFAULT_OUTPUT_CAP,
+        stdin_cap: int | None = None,
         terminal: Terminal | None = None,
         on_exit: Callable[[ManagedProcess], None] = lambda process: None,
     ) -> None:
@@ -232,6 +233,9 @@ class ManagedProcess:
         self.created_at = created_at
         self.output = OutputJournal(output_cap)
         self.stdin = StdinReader(closed=False)
+        #: Unread input the process may hold (None: any): a client that sends more than it
+        #: reads is refused rather than fill the fake's memory.
+        self.stdin_cap = stdin_cap
         self.state = ProcessState.STARTING
         self.exit_code: int | None = None
         self.signal: str | None = None
@@ -297,6 +301,10 @@ class ManagedProcess:
             raise ApiError(409, errors.PROCESS_EXITED)
         if self.stdin.closed:
             raise ApiError(409, errors.PROCESS_STDIN_CLOSED)
+        cap = self.stdin_cap
+        if cap is not None and self.stdin.buffered + len(data) > cap:
+            unread = self.stdin.buffered
+            raise ApiError(409, errors.PROCESS_STDIN_FULL.format(unread=unread, cap=cap))
         if self.terminal is not None and self.terminal.echo:
             # The terminal echoes what is typed, whoever reads it (and maps NL to CR NL).
             self.output.append("pty", data.replace(b"\r", b"\n").replace(b"\n", b"\r\n"))

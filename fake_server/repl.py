@@ -35,7 +35,7 @@ import bashkit
 if TYPE_CHECKING:
     from fake_server.shell import Interpreter, Run, Shell
 
-__all__ = ["needs_more", "repl"]
+__all__ = ["MAX_COMMAND_BYTES", "needs_more", "repl"]
 
 #: Variables a command's trailer leaves for the next command's header; never seen by the
 #: client's commands (the header unsets them first).
@@ -54,6 +54,15 @@ _LONG_SET_OPTIONS = frozenset({"pipefail", "posix"})
 _CUT_SHORT = re.compile(r"end of file|end of input|\beof\b|unterminated", re.IGNORECASE)
 #: bash's exit status after a syntax error.
 _SYNTAX_ERROR = 2
+#: The longest command the shell gathers; a longer one ends the shell as a syntax error does.
+#: bash has no such limit, but the interpreter's parser takes ~350 bytes of memory for each
+#: byte of a script of short words (an 8 MiB line of them: 2.8 GB), where a here-document's
+#: body costs it ~17 (a 1 MiB command of words: ~350 MB).
+MAX_COMMAND_BYTES = 1 << 20
+_TOO_LONG = (
+    "bash: a command longer than {cap} bytes: the fake's limit for one command of an"
+    " interactive shell\n"
+)
 #: The operators after which a command goes on on the next line.
 _CONTINUING = ("&&", "||", "|")
 #: Characters that end an unquoted word.
@@ -400,6 +409,9 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
             break
         if found or line:
             pending += line.decode("utf-8", "replace") + "\n"
+        if len(pending) > MAX_COMMAND_BYTES:
+            run.write_err(_TOO_LONG.format(cap=MAX_COMMAND_BYTES).encode())
+            return _SYNTAX_ERROR
         parse = await _parse_of(gathering, bash, pending)
         if found and parse is _Parse.INCOMPLETE:
             continue

@@ -325,6 +325,7 @@ class Runtime:
             clock=self.clock,
             created_at=self.clock.wall(),
             output_cap=output_cap,
+            stdin_cap=self.config.stdin_cap_bytes,
             terminal=terminal,
         )
 

@@ -53,6 +53,11 @@ class StdinReader:
         """Whether unread bytes are buffered."""
         return bool(self._buffer)
 
+    @property
+    def buffered(self) -> int:
+        """How many bytes are buffered, not read yet."""
+        return len(self._buffer)
+
     def feed(self, data: bytes) -> None:
         """Append ``data`` for the reader; a ``ValueError`` once closed."""
         if self._closed:

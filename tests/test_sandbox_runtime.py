@@ -198,6 +198,29 @@ async def test_read_loop_gets_input_sent_later_until_stdin_closes(
     assert follower.output("stdout") == b"got:a\ngot:b\nbye\n"
 
 
+async def test_input_a_process_has_not_read_is_bounded(aiohttp_client: ClientFactory) -> None:
+    # As a full pipe stops its writer: a client sending to a process that does not read filled
+    # the fake's memory without end.
+    fake, client, sandbox_id = await serve(aiohttp_client, manual_clock=True, stdin_cap_bytes=8)
+    clock = manual_clock(fake)
+    base = await start_script(client, sandbox_id, 'sleep 1; read -r a; echo "got $a"; sleep 1')
+    await eventually(lambda: clock.pending == 1)  # not reading yet
+    await send(client, base, b"12345\n")  # 6 of the 8 bytes
+    full = await expect_error(
+        await client.post(f"{base}/input", json={"data_base64": base64.b64encode(b"abc").decode()}),
+        409,
+        "the process has 6 bytes of input it has not read yet, and holds at most 8",
+    )
+    assert full["status"] == "fail"
+    clock.advance(1)  # it reads its line, then sleeps again
+    await eventually(lambda: clock.pending == 1)
+    await send(client, base, b"abcdefgh")  # room again
+    clock.advance(1)
+    follower = await Follower.open(client, base)
+    assert (await follower.to_end())["exit_code"] == 0
+    assert follower.output("stdout") == b"got 12345\n"
+
+
 async def test_a_process_that_never_reads_stdin_exits_on_its_own(
     client: Client, sandbox_id: str
 ) -> None:

@@ -211,3 +211,20 @@ async def test_a_long_command_is_parsed_off_the_event_loop(
     assert result.status == 0, result.err
     assert threads
     assert threading.get_ident() not in threads
+
+
+async def test_a_command_longer_than_the_limit_ends_the_shell_as_a_syntax_error(
+    h: Harness, by_lines: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Gathered without end, a never-closed quote or here-document grew the fake's memory with
+    # every line sent, and the parser's with ~350 bytes for each of its bytes.
+    monkeypatch.setattr(repl, "MAX_COMMAND_BYTES", 200)
+    body = "".join(f"line {n}\n" for n in range(40))  # 270 bytes
+    script = f"echo before\ncat <<'EOF'\n{body}EOF\necho after\n"
+    result = await interactive(h, script, by_lines=by_lines)
+    message = "bash: a command longer than 200 bytes: the fake's limit for one command of an"
+    assert (result.status, result.out) == (2, "before\n")
+    assert result.err.startswith(message)
+    shorter = "".join(f"line {n}\n" for n in range(20))  # the command: 166 bytes
+    short = await interactive(h, f"cat <<'EOF'\n{shorter}EOF\necho after\n", by_lines=by_lines)
+    assert (short.status, short.out) == (0, shorter + "after\n")
