@@ -25,6 +25,7 @@ import asyncio
 import base64
 import contextlib
 import enum
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +73,11 @@ GATHER_S = 0.001
 #: Bytes that end a gathering at once (their base64 is one write slice of the stream writer), and
 #: never more than half the journal's cap: a follower must not gather until its output is evicted.
 GATHER_BYTES = 48 << 10
+
+
+log = logging.getLogger("fake_server")
+#: What a process whose run failed inside the fake writes before it ends (status 1).
+_INTERNAL_ERROR = b"fake-createos: internal error in the fake (its log has the traceback)\n"
 
 
 class ProcessState(str, enum.Enum):
@@ -267,6 +273,15 @@ class ManagedProcess:
         except asyncio.CancelledError:
             # Cancelled by terminate(), which records the signal itself.
             return
+        except Exception:
+            # A bug of the fake's: the process still ends (one left "running" kept every
+            # wait and follower waiting), saying why, and the server goes on.
+            log.exception("fake-createos: process %s failed inside the fake", self.process_id)
+            if self.terminal is None:
+                self.output.append("stderr", _INTERNAL_ERROR)
+            else:
+                self.output.append("pty", _INTERNAL_ERROR.replace(b"\n", b"\r\n"))
+            code = 1
         self._finish(exit_code=code, signal=None)
 
     def _finish(self, *, exit_code: int | None, signal: str | None) -> None:

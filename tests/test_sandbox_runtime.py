@@ -221,6 +221,32 @@ async def test_input_a_process_has_not_read_is_bounded(aiohttp_client: ClientFac
     assert follower.output("stdout") == b"got 12345\n"
 
 
+@pytest.mark.parametrize("pty", [None, {"rows": 24, "cols": 80}], ids=["pipe", "pty"])
+async def test_a_process_that_fails_inside_the_fake_still_ends_and_says_so(
+    aiohttp_client: ClientFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    pty: dict[str, int] | None,
+) -> None:
+    # An exception out of the shell (a bug of the fake's) killed the process's task and left
+    # it running: every wait and follower waited for ever.
+    fake, client, sandbox_id = await serve(aiohttp_client)
+
+    async def broken(invocation: object) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(fake.runtime.shell, "run", broken)
+    base = await start_script(client, sandbox_id, "echo hi", **({"pty": pty} if pty else {}))
+    waited = await wait_exit(client, base)
+    assert (waited["state"], waited["exit_code"]) == ("exited", 1)
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    stream = "stderr" if pty is None else "pty"
+    assert follower.output(stream).startswith(b"fake-createos: internal error in the fake")
+    assert "failed inside the fake" in caplog.text
+    assert "RuntimeError: a bug" in caplog.text
+
+
 async def test_a_process_that_never_reads_stdin_exits_on_its_own(
     client: Client, sandbox_id: str
 ) -> None:
