@@ -228,3 +228,26 @@ async def test_a_command_longer_than_the_limit_ends_the_shell_as_a_syntax_error(
     shorter = "".join(f"line {n}\n" for n in range(20))  # the command: 166 bytes
     short = await interactive(h, f"cat <<'EOF'\n{shorter}EOF\necho after\n", by_lines=by_lines)
     assert (short.status, short.out) == (0, shorter + "after\n")
+
+
+async def test_a_long_input_is_gathered_in_turns_of_the_event_loop(h: Harness) -> None:
+    # Reading buffered lines never waits: 256 KiB of empty lines inside an open quote, sent in
+    # one piece, held the loop for 0.3 s. What is left to read, sampled at every turn of the
+    # loop, shows the shell reading the input a part at a time.
+    script = "echo '" + "\n" * 5000 + "'\n"
+    stdin, out = StdinReader(script.encode(), closed=True), BufferSink()
+    invocation = h.invocation("/bin/bash", stdin=stdin, stdout=out, live_stdin=True)
+    left: set[int] = set()
+
+    async def sample() -> None:
+        while True:
+            left.add(stdin.buffered)
+            await asyncio.sleep(0)
+
+    sampler = asyncio.ensure_future(sample())
+    try:
+        assert await asyncio.wait_for(h.shell.run(invocation), 10) == 0
+    finally:
+        sampler.cancel()
+    assert out.getvalue() == b"\n" * 5001
+    assert any(0 < size < len(script) - 1000 for size in left)
