@@ -199,21 +199,26 @@ class ServerPool:
         self._servers: dict[ServerConfig, BackgroundServer] = {}
 
     def get(self, config: ServerConfig) -> BackgroundServer:
-        from fake_server import BackgroundServer, FakeCreateOS
-        from pytest_createos._context_shield import shield
-
         server = self._servers.get(config)
         if server is None:
-            # Its loop runs beside the tests' loops: on Python 3.10, an async test could
-            # otherwise hang, its context handed to this thread (see _context_shield).
-            shield()
-            server = self._servers[config] = BackgroundServer(FakeCreateOS(config)).start()
+            server = self._servers[config] = _background_fake(config).start()
         return server
 
     def close(self) -> None:
         for server in self._servers.values():
             server.stop()
         self._servers.clear()
+
+
+def _background_fake(config: ServerConfig) -> BackgroundServer:
+    """A fake for a thread of its own (not started yet). Its loop runs beside the tests' loops:
+    on Python 3.10 an async test could hang, its context handed to that thread, unless the
+    process is shielded first (see _context_shield)."""
+    from fake_server import BackgroundServer, FakeCreateOS
+    from pytest_createos import _context_shield
+
+    _context_shield.shield()
+    return BackgroundServer(FakeCreateOS(config))
 
 
 @pytest.fixture(scope="session")
@@ -319,7 +324,6 @@ def createos_server(
                 sandbox = client.create_sandbox(createos.CreateSandboxRequest(shape="s-1vcpu-1gb"))
                 sandbox.destroy()
     """
-    from fake_server import BackgroundServer, FakeCreateOS
     from pytest_createos._remote import manual_clock_problem
     from pytest_createos.channel import HttpChannel, LocalChannel
 
@@ -334,7 +338,7 @@ def createos_server(
             if problem is not None:
                 _setup_error(problem)
         elif options.manual_clock:
-            server = stack.enter_context(BackgroundServer(FakeCreateOS(options.server_config())))
+            server = stack.enter_context(_background_fake(options.server_config()))
             channel = LocalChannel(server.fake, server.url, server)
         else:
             server = createos_server_pool.get(options.server_config())

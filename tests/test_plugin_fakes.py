@@ -163,3 +163,28 @@ def test_two_tests_gates_of_one_name_are_apart_on_a_shared_fake(
     with BackgroundServer(FakeCreateOS(ServerConfig(transition_ms=0))) as server:
         result = project.runpytest("-p", "no:randomly", f"--createos-url={server.url}")
     result.assert_outcomes(passed=3)
+
+
+def test_every_background_fake_is_started_shielded(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Python 3.10 context shield (pytest_createos._context_shield) was applied before the
+    # session's shared fake started, not before a manual-clock test's own fake.
+    from pytest_createos import _context_shield
+
+    calls: list[str] = []
+    monkeypatch.setattr(_context_shield, "shield", lambda: calls.append("shield"))
+    project.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(manual_clock=True)
+        def test_own_fake(createos_server):
+            pass
+
+        def test_shared_fake(createos_server):
+            pass
+        """
+    )
+    project.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+    assert calls == ["shield", "shield"]
