@@ -616,18 +616,17 @@ class Shell:
                 f'{name}() {{ if __fake_stdin_is_process "$@"; then builtin {name} "$@"'
                 f' < <(__fake_cat); else builtin {name} "$@"; fi; }}'
             )
-        for name in registered:
+        # The fake's own commands that read the process's input themselves when told so (a
+        # registered command's ctx.stdin; timeout's command). Named, not run through `command`,
+        # which makes the interpreter hold the output until the end.
+        flagged = [*registered, "timeout"]
+        for name in flagged:
             lines.append(
                 f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
-                f' __FAKE_LIVE_STDIN=1 command {name} "$@"; else command {name} "$@"; fi; }}'
+                f' __FAKE_LIVE_STDIN=1 {name} "$@"; else {name} "$@"; fi; }}'
             )
-        # timeout's command reads what timeout would: the process's input too.
-        lines.append(
-            f"{WRAPPER_PREFIX}timeout() {{ if __fake_stdin_is_process; then"
-            ' __FAKE_LIVE_STDIN=1 timeout "$@"; else timeout "$@"; fi; }'
-        )
         readers = [name for name in STDIN_READERS if name not in registered]
-        lines += aliases([*readers, *registered, "timeout"])
+        lines += aliases([*readers, *flagged])
         return "\n".join(lines) + "\n"
 
 
