@@ -182,22 +182,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--instructions",
-        type=int,
-        nargs="?",
-        const=200,
-        metavar="N",
-        help="also count instructions per test under callgrind (runs of N and 3N tests)",
-    )
-    parser.add_argument(
-        "--only-instructions",
-        type=int,
-        nargs="?",
-        const=200,
-        metavar="N",
-        help="count instructions only (no timed rounds)",
-    )
+    counted = parser.add_mutually_exclusive_group()
+    for flag, what in (
+        ("--instructions", "also count instructions per test under callgrind"),
+        ("--only-instructions", "count instructions per test only (no timed rounds)"),
+    ):
+        help_text = f"{what} (runs of N and 3N tests)"
+        counted.add_argument(flag, type=int, nargs="?", const=200, metavar="N", help=help_text)
     args = parser.parse_args()
     if args.only_instructions:
         report_instructions(args.only_instructions)
