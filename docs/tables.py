@@ -33,7 +33,7 @@ from typing import Any
 
 from _pytest.config.argparsing import Parser
 
-from fake_server import cli, faults, openapi, sandbox_commands
+from fake_server import cli, fault_rules, openapi, sandbox_commands
 from fake_server.filesystem import programs
 from pytest_createos import _checks, _scenarios, plugin
 from pytest_createos.kit import WORKLOADS
@@ -115,7 +115,7 @@ def plugin_options() -> str:
 def fault_actions() -> str:
     """Every ``action.type`` a rule accepts, its parameters and its effect."""
     rows = []
-    for name, spec in faults.ACTION_TYPES.items():
+    for name, spec in fault_rules.ACTION_TYPES.items():
         params = ", ".join(
             _code(p) + ("" if p in spec.required else " (optional)") for p in sorted(spec.params)
         )

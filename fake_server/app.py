@@ -26,7 +26,7 @@ from fake_server.clock import isoformat
 from fake_server.control_access import check_control_access
 from fake_server.credentials import presented_key
 from fake_server.errors import ApiError
-from fake_server.faults import DEFAULT_MARKER_PATH, RequestInfo, Rule
+from fake_server.fault_rules import DEFAULT_MARKER_PATH, RequestInfo, Rule
 from fake_server.gates import HeldRequest
 from fake_server.header_names import X_REQUEST_ID
 from fake_server.lifecycle import Status

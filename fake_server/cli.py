@@ -22,7 +22,7 @@ from typing import Any
 from fake_server.config import ServerConfig
 from fake_server.control_access import is_loopback
 from fake_server.fake import FakeCreateOS
-from fake_server.faults import FaultError, rules_in
+from fake_server.fault_rules import FaultError, rules_in
 from fake_server.runner import LOOPBACK, start_site, stop_site
 
 __all__ = ["build_parser", "main"]

@@ -49,7 +49,7 @@ from fake_server.api_schema import (
     timestamp,
 )
 from fake_server.desktop import SCREEN_IDS
-from fake_server.faults import ACTION_TYPES
+from fake_server.fault_rules import ACTION_TYPES
 from fake_server.lifecycle import Status
 from fake_server.processes import ProcessState
 from fake_server.sandboxes import AUTO_PAUSE_MAX, AUTO_PAUSE_MIN

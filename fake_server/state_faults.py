@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import uuid
 
-from fake_server.faults import DEFAULT_MARKER_PATH, FaultEngine
+from fake_server.fault_rules import DEFAULT_MARKER_PATH
+from fake_server.faults import FaultEngine
 from fake_server.filesystem import FileSystem, FsError
 from fake_server.lifecycle import Lifecycle, Status
 from fake_server.sandbox import Sandbox

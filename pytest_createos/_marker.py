@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from fake_server import ServerConfig
-from fake_server.faults import FaultError, parse_rule
+from fake_server.fault_rules import FaultError, parse_rule
 from fake_server.lifecycle import check_duration_ms
 from pytest_createos._settings import LEAK_MODES
 

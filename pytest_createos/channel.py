@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from fake_server import ApiError, BackgroundServer, FakeCreateOS
 from fake_server.control_access import CONTROL_TOKEN_HEADER
-from fake_server.faults import FaultError
+from fake_server.fault_rules import FaultError
 from fake_server.gates import GateTimeout
 
 __all__ = [

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fake_server.faults import RuleShortcuts
+from fake_server.fault_rules import RuleShortcuts
 from fake_server.journal import Entry, Journal
 from fake_server.routes import route_table
 from pytest_createos.channel import ALIVE, ControlChannel

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fake_server import FakeCreateOS
-from fake_server.faults import FaultError
+from fake_server.fault_rules import FaultError
 from tests import test_cli
 
 pytest_plugins = ["pytester"]

@@ -14,14 +14,14 @@ import aiohttp
 import pytest
 
 from fake_server import FakeCreateOS, ManualClock, ServerConfig
-from fake_server.faults import (
+from fake_server.fault_rules import (
     ACTION_TYPES,
     DEFAULT_MARKER_PATH,
     Action,
-    FaultEngine,
     FaultError,
     parse_rule,
 )
+from fake_server.faults import FaultEngine
 from fake_server.lifecycle import Status
 from fake_server.routes import route_table
 from fake_server.routes.ndjson import MALFORMED_LINE

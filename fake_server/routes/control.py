@@ -31,7 +31,7 @@ from fake_server.api_schema import (
 )
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
-from fake_server.faults import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
+from fake_server.fault_rules import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
 from fake_server.gates import OUTCOMES, Gate
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.routes.common import Route, Routes, fake_of, ok, read_body, read_raw_body
@@ -454,7 +454,7 @@ ROUTES: Routes = (
                 links=links({"fakeDeleteFault": {"rule": "$response.body#/data/ids/0"}}),
             ),
             errors=BODY_ERRORS,
-            # Read by fake_server.faults.rules_in, which names the rule and field at fault.
+            # Read by fake_server.fault_rules.rules_in, which names the rule and field at fault.
             body={
                 "required": True,
                 "content": json_content(

@@ -148,7 +148,7 @@ _EXEC_EVICTED = {"error": errors.OUTPUT_EVICTED}
 async def _faulted(
     frames: AsyncIterator[dict[str, Any]], fault: Mapping[str, Any], exec_frames: bool
 ) -> AsyncIterator[bytes | None]:
-    """The stream as a fault rule bends it (see ``STREAM_KINDS`` in :mod:`fake_server.faults`);
+    """The stream as a fault rule bends it (see ``STREAM_KINDS`` in :mod:`fake_server.fault_rules`);
     ``None`` means "cut the connection here"."""
     kind = fault["kind"]
     after = int(fault.get("after_frames", 1))

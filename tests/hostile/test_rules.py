@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fake_server import FakeCreateOS
-from fake_server.faults import MAX_RULES, FaultError, Rule
+from fake_server.fault_rules import MAX_RULES, FaultError, Rule
 from tests.conftest import Client
 from tests.test_api_sandboxes import expect_error
 
