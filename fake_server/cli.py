@@ -23,6 +23,7 @@ from fake_server.config import ServerConfig
 from fake_server.control_access import is_loopback
 from fake_server.fake import FakeCreateOS
 from fake_server.fault_rules import FaultError, rules_in
+from fake_server.lifecycle import check_duration_ms
 from fake_server.runner import LOOPBACK, start_site, stop_site
 
 __all__ = ["build_parser", "main"]
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--control-token",
+        type=_nonempty,
         default=None,
         help="require this token in X-Control-Token on every control API request"
         " (the dashboard takes it as #token=... in its URL)",
@@ -61,18 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--seed", type=int, default=None, help="seed for ids, names and faults")
     serve.add_argument(
         "--transition-ms",
-        type=float,
+        type=_duration_ms,
         default=ServerConfig.transition_ms,
         help="duration of pause/resume/fork/delete (default: %(default)s)",
     )
     serve.add_argument(
         "--create-ms",
-        type=float,
+        type=_duration_ms,
         default=ServerConfig.create_ms,
         help="how long a new sandbox stays 'creating' (default: %(default)s)",
     )
     serve.add_argument(
         "--api-key",
+        type=_nonempty,
         action="append",
         default=[],
         metavar="KEY",
@@ -99,10 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="load fault rules from a JSON or TOML file (the control API's schema)",
     )
     serve.add_argument(
-        "--latency-ms", type=float, default=0.0, help="add latency to every API request"
+        "--latency-ms", type=_duration_ms, default=0.0, help="add latency to every API request"
     )
     serve.add_argument(
-        "--jitter-ms", type=float, default=0.0, help="random +/- spread around --latency-ms"
+        "--jitter-ms",
+        type=_duration_ms,
+        default=0.0,
+        help="random +/- spread around --latency-ms",
     )
     defaults = ServerConfig()
     serve.add_argument(
@@ -156,6 +162,25 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
+
+
+def _duration_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    try:
+        return check_duration_ms(value)
+    except ValueError as exc:  # NaN, infinite, negative or past an hour
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _nonempty(text: str) -> str:
+    # An empty value is what an unset variable gives (`--control-token "$TOKEN"`): taken as
+    # "no token", it would turn the check off without a word.
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
 
 
 def _positive_float(text: str) -> float:
@@ -231,7 +256,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         header_timeout_s=args.header_timeout_s,
         write_timeout_s=args.write_timeout_s,
         allow_remote=args.allow_remote,
-        control_token=args.control_token or None,
+        control_token=args.control_token,
     )
 
 

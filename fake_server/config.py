@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from fake_server.catalog import DEFAULT_REGION
-from fake_server.lifecycle import Durations
+from fake_server.lifecycle import Durations, check_duration_ms
 
 __all__ = ["ServerConfig"]
 
@@ -73,6 +73,21 @@ class ServerConfig:
     heartbeat_s: float = 5.0
     #: Upper bound for ``wait?timeout_ms=`` and the default when absent.
     max_wait_ms: int = 60_000
+
+    def __post_init__(self) -> None:
+        # Checked here, where every way in meets (Python, the CLI, the plugin): a NaN or an
+        # endless duration would leave every transition unfinished, and NaN is not JSON.
+        for name in ("transition_ms", "create_ms"):
+            try:
+                check_duration_ms(getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"{name} {exc}") from None
+        # Neither can ever be presented: an empty header is no key, and an empty token would
+        # let through every request that sends none (None is how to ask for no token).
+        if self.control_token == "":
+            raise ValueError("control_token must not be empty (None: no token)")
+        if "" in self.api_keys:
+            raise ValueError("api_keys must not hold an empty key")
 
     def durations(self) -> Durations:
         return Durations.uniform(self.transition_ms / 1000, create=self.create_ms / 1000)

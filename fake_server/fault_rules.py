@@ -255,9 +255,11 @@ class Rule:
 def _number(value: Any, where: str, *, low: float = 0, integer: bool = False) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FaultError(f"{where} must be a number")
+    if not math.isfinite(value):
+        raise FaultError(f"{where} must be a finite number (got {value!r})")
     if integer and not float(value).is_integer():
         raise FaultError(f"{where} must be an integer")
-    if value < low or math.isnan(value) or math.isinf(value):
+    if value < low:
         raise FaultError(f"{where} must be at least {low}")
     return int(value) if integer else float(value)
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from fake_server.cli import build_parser, config_from_args, load_rules, startup_rules
+from fake_server.config import ServerConfig
 
 
 class Served:
@@ -131,6 +132,55 @@ def test_bad_arguments_exit_2_with_a_message(args: list[str], message: str) -> N
     )
     assert result.returncode == 2
     assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--transition-ms", "nan"], "argument --transition-ms: must be finite (got nan)"),
+        (["--create-ms", "inf"], "argument --create-ms: must be finite (got inf)"),
+        (["--transition-ms", "1e400"], "argument --transition-ms: must be finite (got inf)"),
+        (["--transition-ms", "soon"], "argument --transition-ms: not a number: 'soon'"),
+        (["--latency-ms", "nan"], "argument --latency-ms: must be finite (got nan)"),
+        (["--jitter-ms", "7200000"], "argument --jitter-ms: must be at most 3600000"),
+        # What `--control-token "$TOKEN"` gives with TOKEN unset: it turned the check off.
+        (["--control-token", ""], "argument --control-token: must not be empty"),
+        (["--api-key", ""], "argument --api-key: must not be empty"),
+    ],
+)
+def test_values_no_server_could_honour_are_refused_by_the_parser(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["serve", *args])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"control_token": ""}, "control_token must not be empty"),
+        ({"api_keys": ("skp_a", "")}, "api_keys must not hold an empty key"),
+    ],
+)
+def test_the_python_api_refuses_what_no_request_can_present(
+    changes: dict[str, Any], problem: str
+) -> None:
+    # An empty token let through every control request that sent none.
+    with pytest.raises(ValueError, match=problem):
+        ServerConfig(**changes)
+
+
+def test_the_parsers_bounds_let_every_sensible_value_through() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--transition-ms", "0", "--create-ms", "3600000", "--latency-ms", "2.5",
+         "--control-token", "t0ken", "--api-key", "skp_a"]
+    )  # fmt: skip
+    config = config_from_args(args)
+    assert (config.transition_ms, config.create_ms, config.control_token) == (0, 3_600_000, "t0ken")
+    assert config.api_keys == ("skp_a",)
+    assert startup_rules(args)[0]["action"]["ms"] == 2.5
 
 
 def test_rule_files_in_every_accepted_shape(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import math
 import random
 import uuid
 from typing import Any
@@ -532,6 +533,10 @@ async def test_marker_faults_change_what_cat_reads(
         ({"action": {"type": "error"}}, "needs 'status'"),
         ({"action": {"type": "error", "status": 200}}, "status"),
         ({"action": {"type": "latency", "ms": -1}}, "ms"),
+        # NaN once read "action.ms must be at least 0".
+        ({"action": {"type": "latency", "ms": math.nan}}, r"action.ms must be a finite number"),
+        ({"action": {"type": "latency", "ms": 1, "jitter_ms": math.inf}}, "jitter_ms.*finite"),
+        ({"action": {"type": "reset"}, "probability": math.nan}, "probability.*finite"),
         ({"action": {"type": "latency", "ms": 1, "speed": 2}}, "no parameter"),
         ({"match": {"verb": "GET"}, "action": {"type": "reset"}}, "no field 'verb'"),
         ({"match": {"route": 5}, "action": {"type": "reset"}}, "string"),

@@ -148,3 +148,22 @@ def test_check_duration_ms_accepts_the_bounds(value: float) -> None:
 def test_check_duration_ms_refuses_the_rest(value: object, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         check_duration_ms(value)
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"transition_ms": math.nan}, "transition_ms must be finite"),
+        ({"transition_ms": math.inf}, "transition_ms must be finite"),
+        ({"create_ms": -1}, "create_ms must not be negative"),
+        ({"create_ms": MAX_DURATION_MS + 1}, "create_ms must be at most"),
+    ],
+)
+def test_the_fakes_own_durations_are_checked_when_configured(
+    changes: dict[str, float], problem: str
+) -> None:
+    # A NaN duration never finished a transition, and the control API's info answered it as
+    # NaN, which is not JSON.
+    with pytest.raises(ValueError, match=problem):
+        ServerConfig(**changes)  # type: ignore[arg-type]
+    assert ServerConfig(transition_ms=MAX_DURATION_MS, create_ms=0).transition_ms == MAX_DURATION_MS
