@@ -365,10 +365,20 @@ def _drop(request: web.Request) -> None:
     raise _Dropped
 
 
-async def _hold(fake: FakeCreateOS, request: web.Request, rule: Rule) -> str | None:
+#: What can still change a request held after its effect whose answer has not gone out.
+_AFTER_EFFECT = frozenset({"lost", "error"})
+
+
+async def _hold(
+    fake: FakeCreateOS,
+    request: web.Request,
+    rule: Rule,
+    outcomes: frozenset[str] | None = None,
+) -> str | None:
     """Hold the request at its rule's gate until released, or until its client leaves: a
     client that gave up is no longer held (the gate's count says so at once) and its task ends
-    (ConnectionResetError, journaled as closed by the client)."""
+    (ConnectionResetError, journaled as closed by the client). ``outcomes``: those a release
+    may still give it (``None``: all)."""
     if rule.gate is not None:
         tenant = SCOPE.get().tenant
         held = HeldRequest(
@@ -377,6 +387,7 @@ async def _hold(fake: FakeCreateOS, request: web.Request, rule: Rule) -> str | N
             since=isoformat(fake.clock.wall()),
             tenant=tenant.id if tenant is not None else None,
             sandbox=request.match_info.get("id"),
+            outcomes=outcomes,
         )
         return await unless_client_leaves(request, rule.gate.hold(held))
     return None
@@ -456,7 +467,14 @@ async def _after(
 ) -> web.StreamResponse:
     action = rule.action
     if action.type == "gate" and action.get("when") == "after":
-        await _hold(fake, request, rule)
+        # The effect has happened: what is left to change is the answer, if not sent yet.
+        outcome = await _hold(
+            fake, request, rule, frozenset() if response.prepared else _AFTER_EFFECT
+        )
+        if outcome == "error":  # answered 503 although the effect stays (a proxy's timeout)
+            raise ApiError(503, errors.INJECTED_ERROR)
+        if outcome == "lost":
+            _drop(request)
     elif action.type == "drop_response":
         _drop(request)
     elif action.type == "malformed" and not response.prepared:

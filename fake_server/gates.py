@@ -23,7 +23,8 @@ __all__ = ["OUTCOMES", "Gate", "GateTimeout", "HeldRequest", "outcomes_for"]
 
 #: What a request let go with :meth:`Gate.release_request` may be told to do besides going on:
 #: ``lost`` takes effect, then its connection is closed before the answer (the lost answer);
-#: ``error`` is answered 503 without effect; ``survives``: a process DELETE ends nothing (the
+#: ``error`` is answered 503 without effect (with it, when held after its effect: a gate rule's
+#: ``when="after"``, which leaves only these two); ``survives``: a process DELETE ends nothing (the
 #: process tree ignores the signal, ``tree_exited`` stays false); ``stuck``: the transition a
 #: pause, resume, fork or sandbox DELETE starts never finishes.
 OUTCOMES = ("lost", "error", "survives", "stuck")
@@ -53,6 +54,20 @@ def outcomes_for(method: str, path: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _outcome_refused(outcome: str, possible: frozenset[str]) -> str:
+    """Why a request held after its effect cannot be released with ``outcome``.
+
+    Example:
+        >>> _outcome_refused("stuck", frozenset({"error", "lost"})).endswith("with: error, lost")
+        True
+    """
+    allowed = ", ".join(sorted(possible)) or "no outcome, its answer has been sent"
+    return (
+        f"outcome {outcome!r} cannot apply: the request was held after its effect (a gate rule"
+        f' with when="after"); it may be released with: {allowed}'
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class HeldRequest:
     """A request a gate holds: what it is and since when (wall time, RFC 3339), so that a
@@ -63,6 +78,10 @@ class HeldRequest:
     since: str
     tenant: str | None = None
     sandbox: str | None = None
+    #: The outcomes that can still change it, when fewer than all: a request held after its
+    #: effect (a gate rule's ``when="after"``) can only lose its answer or have an error
+    #: answered instead, and neither once its answer has gone out (a stream).
+    outcomes: frozenset[str] | None = None
 
 
 class GateTimeout(TimeoutError):
@@ -175,6 +194,10 @@ class Gate:
         """
         if outcome is not None and outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
+        if outcome is not None and request.outcomes is not None and outcome not in request.outcomes:
+            # Refused rather than ignored: released as it asked, the request would go on
+            # unchanged and the test would believe it had made the case it meant.
+            raise ValueError(_outcome_refused(outcome, request.outcomes))
         return self._pass(request, outcome)
 
     def held_request(self, number: int) -> HeldRequest | None:
@@ -224,7 +247,11 @@ class Gate:
             "holding": [
                 {
                     "id": self._number_of[id(held)],
-                    **{key: value for key, value in asdict(held).items() if value is not None},
+                    **{
+                        key: sorted(value) if isinstance(value, frozenset) else value
+                        for key, value in asdict(held).items()
+                        if value is not None
+                    },
                 }
                 for held in self.holding
             ],

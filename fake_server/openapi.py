@@ -50,6 +50,7 @@ from fake_server.api_schema import (
 )
 from fake_server.desktop import SCREEN_IDS
 from fake_server.fault_rules import ACTION_TYPES
+from fake_server.gates import OUTCOMES
 from fake_server.lifecycle import Status
 from fake_server.processes import ProcessState
 from fake_server.sandboxes import AUTO_PAUSE_MAX, AUTO_PAUSE_MIN
@@ -300,9 +301,16 @@ def _sandbox_state() -> Schema:
 def _schemas() -> dict[str, Schema]:
     held = obj(
         {"id": integer(minimum=1), "method": string(), "path": string(), "since": timestamp()},
-        {"tenant": string(), "sandbox": string()},
+        {
+            "tenant": string(),
+            "sandbox": string(),
+            "outcomes": array(enum(OUTCOMES)),
+        },
         description="A request held at the gate right now, and since when; `id` names it to"
-        " `POST /_fake/gates/{name}/release` (never reused by the gate).",
+        " `POST /_fake/gates/{name}/release` (never reused by the gate). `outcomes`, when"
+        " present, are the only ones a release may still give it: a request held after its"
+        " effect (`when: after`) can lose its answer or have an error answered instead, and"
+        " neither once its answer has been sent.",
     )
     gate = obj(
         {

@@ -120,6 +120,64 @@ async def test_releasing_one_request_refuses_what_it_cannot_do(
     await expect_error(await client.post(release, json={"request": held["id"]}), 404)
 
 
+async def test_a_request_held_after_its_effect_takes_the_outcomes_left_to_it(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    # Released "lost" or "error" after its effect, a request was answered 200 as if released
+    # plainly: the outcome was dropped without a word.
+    first, second, third = [(await create_sandbox(client))["id"] for _ in range(3)]
+    fake.faults.gate("g", when="after", route="POST /v1/sandboxes/{id}/pause")
+    release = "/_fake/gates/g/release"
+    pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{first}/pause"))
+    [held] = await holding(fake, client, 1)
+    assert held["outcomes"] == ["error", "lost"]
+    assert fake.find_sandbox(first).status.value == "pausing"  # held after the effect
+    # What only changes a request before its effect is refused, and the request stays held.
+    for outcome in ("stuck", "survives"):
+        refused = await client.post(release, json={"request": held["id"], "outcome": outcome})
+        await expect_error(refused, 400, f"outcome '{outcome}' cannot apply")
+    assert not pause.done()
+    await client.post(release, json={"request": held["id"], "outcome": "lost"})
+    with pytest.raises(aiohttp.ClientError):
+        await pause
+    # "error": the client is answered 503, and the effect stays.
+    pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{second}/pause"))
+    [held] = await holding(fake, client, 1)
+    await client.post(release, json={"request": held["id"], "outcome": "error"})
+    await expect_error(await pause, 503)
+    assert fake.find_sandbox(second).status.value == "pausing"
+    # No outcome: the answer as the handler made it.
+    pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{third}/pause"))
+    [held] = await holding(fake, client, 1)
+    await client.post(release, json={"request": held["id"], "outcome": "proceed"})
+    assert (await pause).status == 200
+
+
+async def test_a_stream_held_after_its_answer_went_out_takes_no_outcome(
+    fake: FakeCreateOS, client: Client, api_key: str
+) -> None:
+    sandbox = (await create_sandbox(client))["id"]
+    fake.faults.gate("g", when="after", route="POST /v1/sandboxes/{id}/exec")
+    # A session of its own: the held connection has sent a whole answer, and the control
+    # requests below must not be queued behind the held request on it.
+    streaming = aiohttp.ClientSession(headers={"X-Api-Key": api_key})
+    url = client.make_url(f"/v1/sandboxes/{sandbox}/exec?stream=true")
+    stream = asyncio.ensure_future(streaming.post(url, json={"cmd": "echo", "args": ["hi"]}))
+    [held] = await holding(fake, client, 1)
+    assert held["outcomes"] == []
+    refused = await client.post(
+        "/_fake/gates/g/release", json={"request": held["id"], "outcome": "lost"}
+    )
+    await expect_error(refused, 400, "its answer has been sent")
+    gate = fake.faults.gates["g"]
+    with pytest.raises(ValueError, match="cannot apply"):
+        gate.release_request(gate.holding[0], "error")
+    assert gate.release_request(gate.holding[0]) is True
+    async with streaming, await stream as response:
+        assert response.status == 200
+        assert b'"exit_code":0' in await response.read()
+
+
 async def test_finish_ends_the_transition_in_flight_now(fake: FakeCreateOS, client: Client) -> None:
     sandbox = (await create_sandbox(client))["id"]
     finish = f"/_fake/sandboxes/{sandbox}/finish"

@@ -178,7 +178,10 @@ async def release_gate(request: web.Request) -> web.Response:
     held = gate.held_request(number)
     if held is None:
         raise ApiError(404, errors.HELD_REQUEST_NOT_FOUND.format(request=number))
-    gate.release_request(held, None if outcome == "proceed" else outcome)
+    try:
+        gate.release_request(held, None if outcome == "proceed" else outcome)
+    except ValueError as exc:  # an outcome this request can no longer take
+        raise ApiError.invalid("outcome", str(exc)) from None
     return ok({**gate.as_json(), "released": 1})
 
 
