@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 import bashkit
 import pytest
 
+from fake_server import gathering as gathering_module
 from fake_server import repl
-from fake_server.repl import _Gathering, _Parse, _Parser, needs_more
+from fake_server.gathering import Gathering, Parse, Parser, needs_more
 from fake_server.shell import Terminal
 from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness, Result
@@ -163,15 +164,15 @@ def test_a_long_command_is_parsed_once_it_may_have_ended_not_at_every_line(
     first: str, body: str, last: str
 ) -> None:
     # Parsed whole at every line, a 1,000-line if held the event loop for 8 s.
-    bash, gathering = CountingBash(), _Gathering()
+    bash, gathering = CountingBash(), Gathering()
     text = first
-    assert gathering.parse(bash, text) is _Parse.INCOMPLETE
+    assert gathering.parse(bash, text) is Parse.INCOMPLETE
     for n in range(200):
         text += body.format(n=n)
-        assert gathering.parse(bash, text) is _Parse.INCOMPLETE
+        assert gathering.parse(bash, text) is Parse.INCOMPLETE
     assert bash.analyzed <= 1
     text += last
-    assert gathering.parse(bash, text) is _Parse.COMPLETE
+    assert gathering.parse(bash, text) is Parse.COMPLETE
 
 
 @pytest.mark.parametrize("name", ["__fake_repl_status", "__fake_repl_trap"])
@@ -199,14 +200,14 @@ async def test_a_long_command_is_parsed_off_the_event_loop(
     # On the loop, the parse of an 8 MiB line held it for 8 s (its scan for 3 s).
     # The threads that parsed a text too long for the loop.
     threads: list[int] = []
-    parse = repl._analyzed
+    parse = gathering_module._analyzed
 
-    def analyzed(bash: _Parser, text: str) -> _Parse:
-        if len(text) > repl._ON_LOOP:
+    def analyzed(bash: Parser, text: str) -> Parse:
+        if len(text) > gathering_module.ON_LOOP:
             threads.append(threading.get_ident())
         return parse(bash, text)
 
-    monkeypatch.setattr(repl, "_analyzed", analyzed)
+    monkeypatch.setattr(gathering_module, "_analyzed", analyzed)
     result = await interactive(h, script, by_lines=by_lines)
     assert result.status == 0, result.err
     assert threads
