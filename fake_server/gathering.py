@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import re
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import bashkit
 
@@ -64,7 +64,7 @@ class Gathering:
     def parse(self, bash: Parser, text: str) -> Parse:
         """Where ``text``, the lines gathered so far (the last call's and more), stands."""
         scanned = self.scan(text)
-        return self.parsed_as(_analyzed(bash, text)) if scanned is None else scanned
+        return self.parsed_as(_analyzed(bash, self.edited(text))) if scanned is None else scanned
 
     def scan(self, text: str) -> Parse | None:
         """Where ``text`` stands as far as the scan tells, or None when the parser must read
@@ -81,6 +81,19 @@ class Gathering:
         self.scanner.may_close = False
         return parse
 
+    def edited(self, text: str) -> str:
+        """``text`` (scanned) as the interpreter must run it to read it as bash does (see
+        :attr:`_Scanner.edits`)."""
+        if not self.scanner.edits:
+            return text
+        parts: list[str] = []
+        at = 0
+        for start, end, replacement in self.scanner.edits:
+            parts += (text[at:start], replacement)
+            at = end
+        parts.append(text[at:])
+        return "".join(parts)
+
 
 #: How much text the shell scans or parses on the event loop; more goes to a worker thread
 #: (the parser lets go of the GIL; the scan, in Python, shares it every few ms). On the loop,
@@ -95,6 +108,7 @@ async def parse_of(gathering: Gathering, bash: Parser, text: str) -> Parse:
     scanned = gathering.scan(text)
     if scanned is not None:
         return scanned
+    text = gathering.edited(text)
     if len(text) > ON_LOOP:
         return gathering.parsed_as(await asyncio.to_thread(_analyzed, bash, text))
     return gathering.parsed_as(_analyzed(bash, text))
@@ -110,6 +124,14 @@ def _analyzed(bash: Parser, text: str) -> Parse:
 
 #: Words that end a compound command (at a word's start and end).
 _CLOSING_WORDS = ("fi", "done", "esac", "]]", "}")
+
+
+class _Body(NamedTuple):
+    """A here-document whose body follows."""
+
+    delimiter: str  # its quotes removed
+    strip: bool  # <<-: the lines' leading tabs go
+    literal: bool  # the delimiter was quoted: the body neither expands nor joins lines
 
 
 class _Scanner:
@@ -133,19 +155,26 @@ class _Scanner:
         self.backquote = ""
         self.last = ""  # the last unquoted control operator, or "w" after anything else
         #: Here-documents whose bodies are being read, the one being read first.
-        self.reading: list[tuple[str, bool]] = []
+        self.reading: list[_Body] = []
+        #: The start of a body's line continued by a ``\\``-newline, and how many newlines the
+        #: bodies being read have lost that way (see :meth:`_after_bodies`).
+        self.continued = ""
+        self.joined = 0
         self.may_close = False
+        #: Where the interpreter must be given other text than the client's to read it as bash
+        #: does, in order: ``(start, end, replacement)``.
+        self.edits: list[tuple[int, int, str]] = []
 
     def open_at_end(self, text: str) -> bool:
         i, end = self.i, len(text)
         if self.reading:
-            i, self.reading = _after_bodies(text, i, self.reading)
+            i, self.reading = self._after_bodies(text, i, self.reading)
             if self.reading:
                 self.i = i
                 return True
             self.may_close = True
         quote, depth, last = self.quote, self.depth, self.last
-        bodies: list[tuple[str, bool]] = []  # here-documents whose bodies follow this line
+        bodies: list[_Body] = []  # here-documents whose bodies follow this line
         while i < end:
             c = text[i]
             if quote:
@@ -181,8 +210,8 @@ class _Scanner:
                 i, last = i + 3, "w"
                 continue
             elif text.startswith("<<", i):
-                i, delimiter, strip = _here_document(text, i + 2)
-                bodies.append((delimiter, strip))
+                i, body = _here_document(text, i + 2)
+                bodies.append(body)
                 last = "w"
                 continue
             elif c == "(":
@@ -196,7 +225,7 @@ class _Scanner:
             elif c == "\n":
                 self._line_starts(depth)
                 if bodies:
-                    i, self.reading = _after_bodies(text, i + 1, bodies)
+                    i, self.reading = self._after_bodies(text, i + 1, bodies)
                     bodies = []
                     if self.reading:
                         self.quote, self.depth, self.last = quote, depth, last
@@ -222,6 +251,35 @@ class _Scanner:
         if self.backquote:
             self.backquote = "before"
 
+    def _after_bodies(self, text: str, i: int, bodies: list[_Body]) -> tuple[int, list[_Body]]:
+        """Where the here-documents' bodies, from ``i``, end, and those whose body has not
+        ended (the one being read first; none when all have).
+
+        In a body that expands, bash joins a line that ends in a ``\\`` to the next before it
+        compares it with the delimiter (``EO\\`` then ``F`` ends the body of ``<<EOF``;
+        ``x\\`` then ``EOF`` does not). The interpreter compares the lines as they are, so
+        those ``\\``-newlines go (the body has none of them in bash either), and the newlines
+        come back after the last body, for ``$LINENO`` further on."""
+        for index, body in enumerate(bodies):
+            while True:
+                line_end = text.find("\n", i)
+                if line_end < 0:
+                    return i, bodies[index:]
+                line = text[i:line_end]
+                i = line_end + 1
+                if not body.literal and (len(line) - len(line.rstrip("\\"))) % 2:
+                    self.edits.append((line_end - 1, i, ""))
+                    self.joined += 1
+                    self.continued += line[:-1]
+                    continue
+                line, self.continued = self.continued + line, ""
+                if (line.lstrip("\t") if body.strip else line) == body.delimiter:
+                    break
+        if self.joined:
+            self.edits.append((i, i, "\n" * self.joined))
+            self.joined = 0
+        return i, []
+
 
 def _closing_word_at(text: str, i: int) -> bool:
     for word in _CLOSING_WORDS:
@@ -240,15 +298,16 @@ def _after_arithmetic(text: str, i: int) -> int:
     return i
 
 
-def _here_document(text: str, i: int) -> tuple[int, str, bool]:
-    """The here-document operator's word from ``i`` (just after ``<<``): where it ends, the
-    delimiter (its quotes removed) and whether the body's leading tabs go (``<<-``)."""
+def _here_document(text: str, i: int) -> tuple[int, _Body]:
+    """The here-document operator's word from ``i`` (just after ``<<``): where it ends, and
+    the body it announces."""
     strip = text.startswith("-", i)
     i += strip
     while i < len(text) and text[i] in " \t":
         i += 1
     word: list[str] = []
     quote = ""
+    literal = False
     while i < len(text) and (quote or text[i] not in _METACHARACTERS):
         c = text[i]
         if quote:
@@ -258,27 +317,12 @@ def _here_document(text: str, i: int) -> tuple[int, str, bool]:
                 word.append(c)
         elif c in "'\"":
             quote = c
+            literal = True
         elif c == "\\":
             i += 1
             word.append(text[i : i + 1])
+            literal = True
         else:
             word.append(c)
         i += 1
-    return i, "".join(word), strip
-
-
-def _after_bodies(
-    text: str, i: int, bodies: list[tuple[str, bool]]
-) -> tuple[int, list[tuple[str, bool]]]:
-    """Where the here-documents' bodies, from ``i``, end, and those whose body has not ended
-    (the one being read first; none when all have)."""
-    for index, (delimiter, strip) in enumerate(bodies):
-        while True:
-            line_end = text.find("\n", i)
-            if line_end < 0:
-                return i, bodies[index:]
-            line = text[i:line_end]
-            i = line_end + 1
-            if (line.lstrip("\t") if strip else line) == delimiter:
-                break
-    return i, []
+    return i, _Body("".join(word), strip, literal)

@@ -153,9 +153,13 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
         parse = await parse_of(gathering, bash, pending)
         if found and parse is Parse.INCOMPLETE:
             continue
-        command, pending, gathering = pending, "", Gathering()
+        command, pending = pending, ""
+        # The lines as the interpreter must read them (bash's reading where it has another);
+        # the input's own lines are what $LINENO counts.
+        script = session.script(gathering.edited(command))
+        gathering = Gathering()
         run.exit_requested = run.refused = False
-        status = await shell.execute(run, interpreter, session.script(command))
+        status = await shell.execute(run, interpreter, script)
         if parse is not Parse.COMPLETE:
             # The interpreter ran none of it and said why, as bash does.
             session.lines_before += command.count("\n")

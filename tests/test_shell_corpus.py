@@ -49,6 +49,11 @@ _PATH = "bashkit: its commands ignore PATH (PATH=/nonexistent; ls still runs)"
 _BC = "bashkit: bc prints 0.33 where GNU bc prints .33"
 _SOURCE_STDIN = "bashkit: source /dev/stdin finds no such file"
 _READ_ARRAY_EOF = "bashkit: read -a at EOF leaves one empty element, bash none"
+_HEREDOC_JOIN = (
+    "bashkit: in a here-document that expands, a line ended by a backslash-newline is not"
+    " joined to the next before the delimiter is looked for (the fake's interactive shell"
+    " joins them for it)"
+)
 _ZERO = "the fake: $0 of the script is bash, not the path the client gave (/bin/bash)"
 _SHOWS = (
     "the fake: a managed process's (and an interactive shell's) live-input wrappers show"
@@ -76,6 +81,9 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("misc-bc", EVERY_WAY): _BC,
     ("stdin-source-dev-stdin", EVERY_WAY): _SOURCE_STDIN,
     ("stdin-read-a", NO_STDIN): _READ_ARRAY_EOF,
+    ("heredoc-delimiter-continued", SCRIPT): _HEREDOC_JOIN,
+    ("heredoc-line-continued-into-delimiter", SCRIPT): _HEREDOC_JOIN,
+    ("heredoc-dash-delimiter-continued", SCRIPT): _HEREDOC_JOIN,
     ("misc-dollar-zero-and-args", EVERY_WAY): _ZERO,
     ("misc-alias-noninteractive", MANAGED): _SHOWS,
     ("stdin-type-cat", MANAGED): _SHOWS,

@@ -60,6 +60,12 @@ async def interactive(h: Harness, script: str, *, by_lines: bool) -> Result:
         ),
         pytest.param("echo a \\\n  b\n", 0, "a b\n", id="a continued line"),
         pytest.param(
+            "cat <<EOF &&\na\\\nb\nEO\\\nF\necho $LINENO\necho $LINENO\n",
+            0,
+            "ab\n6\n7\n",
+            id="a here-document's lines joined by a backslash-newline, its delimiter too",
+        ),
+        pytest.param(
             'arr=(\n  a\n  b\n)\ntrue &&\n  echo "${#arr[@]}"\n',
             0,
             "2\n",
@@ -130,6 +136,13 @@ async def test_a_terminal_shell_outlives_errors_and_a_subshell_exit(h: Harness) 
         ("echo a &\n", False),
         ("case x in a) echo;; esac\n", False),
         ("x=$'a\\'<<b'\n", False),
+        ("cat <<EOF\nEO\\\n", True),
+        ("cat <<EOF\nEO\\\nF\n", False),
+        ("cat <<EOF\nx\\\nEOF\n", True),
+        ("cat <<EOF\nx\\\\\nEOF\n", False),
+        ("cat <<'EOF'\nx\\\nEOF\n", False),
+        ("cat <<\\EOF\nx\\\nEOF\n", False),
+        ("cat <<-EOF\n\tEO\\\n\tF\n", True),
     ],
 )
 def test_what_needs_more_lines(text: str, more: bool) -> None:
