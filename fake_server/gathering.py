@@ -56,8 +56,8 @@ class Gathering:
     hold the event loop for 8 s (the parser takes ~10 ms for it), a here-document of 4,000
     lines for 1 s."""
 
-    def __init__(self) -> None:
-        self.scanner = _Scanner()
+    def __init__(self, flags: str | None = None) -> None:
+        self.scanner = _Scanner(flags)
         #: What the parser said last, if it was asked.
         self.parsed: Parse | None = None
 
@@ -143,7 +143,9 @@ class _Scanner:
     ``esac``, ``]]``, ``}``), a quote that spanned lines, a here-document's end. A line's own
     ``$(…)`` or backquotes do not count: a script's lines are full of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, flags: str | None = None) -> None:
+        #: What ``$-`` and ``${-}`` must expand to instead (None: the interpreter's ``$-``).
+        self.flags = flags
         #: Where the scan goes on, and its state there.
         self.i = 0
         self.quote = ""  # "'", '"' or "$'"
@@ -181,6 +183,11 @@ class _Scanner:
                 if c == "\\" and quote != "'":
                     i += 2
                     continue
+                if c == "$" and quote == '"':
+                    after = self._after_parameter(text, i)
+                    if after:
+                        i = after
+                        continue
                 if c == "\n":
                     self.quote_spans_lines = True
                 elif c == quote[-1]:
@@ -205,6 +212,9 @@ class _Scanner:
             elif text.startswith(("((", "$(("), i):
                 i = _after_arithmetic(text, i + (2 if c == "(" else 3))
                 last = "w"
+                continue
+            elif c == "$" and (after := self._after_parameter(text, i)):
+                i, last = after, "w"
                 continue
             elif text.startswith("<<<", i):  # a here-string: its word is on this line
                 i, last = i + 3, "w"
@@ -266,6 +276,8 @@ class _Scanner:
                 if line_end < 0:
                     return i, bodies[index:]
                 line = text[i:line_end]
+                if not body.literal and self.flags is not None:
+                    self._parameters_in(text, i, line_end)
                 i = line_end + 1
                 if not body.literal and (len(line) - len(line.rstrip("\\"))) % 2:
                     self.edits.append((line_end - 1, i, ""))
@@ -279,6 +291,29 @@ class _Scanner:
             self.edits.append((i, i, "\n" * self.joined))
             self.joined = 0
         return i, []
+
+    def _after_parameter(self, text: str, i: int) -> int:
+        """Where ``$$``, ``$-`` or ``${-}`` at ``i`` ends (0: none there), noting the last two
+        when they must expand to :attr:`flags` (``$$-`` is the pid and a ``-``)."""
+        if text.startswith("$$", i):
+            return i + 2
+        for name in ("$-", "${-}"):
+            if text.startswith(name, i):
+                if self.flags is not None:
+                    self.edits.append((i, i + len(name), self.flags))
+                return i + len(name)
+        return 0
+
+    def _parameters_in(self, text: str, i: int, end: int) -> None:
+        """Note the ``$-`` and ``${-}`` of a here-document's line that expands, from ``i`` to
+        ``end`` (where a ``\\`` quotes a ``$``)."""
+        dollar = text.find("$", i, end)
+        while dollar >= 0:
+            start = dollar
+            while start > i and text[start - 1] == "\\":
+                start -= 1
+            after = dollar + 1 if (dollar - start) % 2 else self._after_parameter(text, dollar)
+            dollar = text.find("$", max(after, dollar + 1), end)
 
 
 def _closing_word_at(text: str, i: int) -> bool:

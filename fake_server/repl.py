@@ -56,18 +56,28 @@ _TOO_LONG = (
     "bash: a command longer than {cap} bytes: the fake's limit for one command of an"
     " interactive shell\n"
 )
+#: What ``$-`` and ``${-}`` in a command expand to, for the interpreter's ``$-`` ends in ``c``
+#: (it runs each command as ``bash -c`` would): bash reading commands from its stdin ends it in
+#: ``s`` (``hBs``, ``ehBs`` after ``set -e``)...
+_INPUT_FLAGS = "${-/%c/s}"
+#: ... and on a terminal, where it is interactive, has an ``i`` after ``a``, ``b``, ``e``, ``f``
+#: and ``h`` (the letters keep their order: ``himBHs``)...
+_TERMINAL_FLAGS = "${-//[!abefh]/}i${-//[!kmnptuvxBCEHPT]/}s"
+#: ... and starts with job control and history expansion on, as they show in ``$-`` and
+#: ``set -o`` (the interpreter has neither).
+_TERMINAL_OPTIONS = ("m", "H")
 
 
 class _Session:
     """What the shell must carry from one command to the next that the interpreter forgets
     between the scripts it runs, and the header that brings it back."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: tuple[str, ...] = ()) -> None:
         #: The input's lines run so far: the next command's first line is the one after.
         self.lines_before = 0
         self.status = 0
         #: The ``set`` options on (``e``, ``pipefail``...).
-        self.options: list[str] = []
+        self.options = list(options)
         #: ``trap -p EXIT``: the trap to run when the shell exits.
         self.trap = ""
 
@@ -81,20 +91,19 @@ class _Session:
 
     def _header(self) -> str:
         """What runs ahead of a command, on lines that put its first line at
-        ``lines_before + 1`` (``$LINENO``): the state the interpreter forgot. Empty for the
-        first command, which starts in a fresh state."""
-        if not self.lines_before:
-            return ""
-        # Silent: a client's command may have made them readonly (bash would not mind).
-        restore = [f"unset {_STATUS} {_TRAP} 2>/dev/null"]
-        if self.trap:
-            restore.append(self.trap)
+        ``lines_before + 1`` (``$LINENO``): the state the interpreter forgot. For the first
+        command, only the options the shell starts with, on its first line."""
+        restore = [self.trap] if self.trap else []
         # -x last: nothing of the header is traced.
         for option in sorted(self.options, key=lambda option: option == "x"):
             restore.append(f"set -{option}" if len(option) == 1 else f"set -o {option}")
         if self.status:
             # && keeps the failure from ending the shell under set -e; its trace goes nowhere.
             restore.append(f"{{ (builtin exit {self.status}) && :; }} 2>/dev/null")
+        if not self.lines_before:
+            return "".join(f"{line}; " for line in restore)
+        # Silent: a client's command may have made them readonly (bash would not mind).
+        restore.insert(0, f"unset {_STATUS} {_TRAP} 2>/dev/null")
         padding = "\n" * (self.lines_before - 1)
         return f": '{padding}'; " + "; ".join(restore) + "\n"
 
@@ -132,9 +141,10 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
         prelude += 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
     await shell.execute(run, interpreter, prelude)
     bash = interpreter.bash
-    session = _Session()
+    session = _Session(_TERMINAL_OPTIONS if terminal else ())
+    flags = _TERMINAL_FLAGS if terminal else _INPUT_FLAGS
     pending = ""
-    gathering = Gathering()
+    gathering = Gathering(flags)
     for lines in itertools.count(1):
         if terminal:
             run.write_out(b"> " if pending else _prompt(bash, invocation.hostname))
@@ -157,7 +167,7 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
         # The lines as the interpreter must read them (bash's reading where it has another);
         # the input's own lines are what $LINENO counts.
         script = session.script(gathering.edited(command))
-        gathering = Gathering()
+        gathering = Gathering(flags)
         run.exit_requested = run.refused = False
         status = await shell.execute(run, interpreter, script)
         if parse is not Parse.COMPLETE:

@@ -112,6 +112,27 @@ async def test_the_state_it_restores_is_not_traced(h: Harness, by_lines: bool) -
     assert result == Result(0, "hi\n", "+ false\n+ echo hi\n")
 
 
+async def test_dollar_dash_says_the_shell_reads_its_input(h: Harness, by_lines: bool) -> None:
+    # The interpreter runs each command as bash -c does: its $- ended in c (hBc).
+    script = "echo $-\nset -e\necho \"$-\" '$-'\nset +e -ux\necho ${-}\n"
+    result = await interactive(h, script, by_lines=by_lines)
+    assert result == Result(0, "hBs\nehBs $-\nhuxBs\n", "+ echo huxBs\n")
+
+
+async def test_dollar_dash_on_a_terminal_is_an_interactive_shells(h: Harness) -> None:
+    # As bash -i on a terminal: himBHs (the interpreter said hBc).
+    stdin, out = StdinReader(closed=False), BufferSink()
+    invocation = h.invocation(
+        "bash", stdin=stdin, stdout=out, stderr=out, live_stdin=True, terminal=Terminal()
+    )
+    run = asyncio.ensure_future(h.shell.run(invocation))
+    stdin.feed(b"echo $-\nset -e; echo $-\nset +m; echo $-\n")
+    stdin.close()
+    assert await asyncio.wait_for(run, 10) == 0
+    shown = out.getvalue().replace(b"root@sandbox:~# ", b"")
+    assert shown == b"himBHs\r\nehimBHs\r\nehiBHs\r\n"
+
+
 async def test_a_terminal_shell_outlives_errors_and_a_subshell_exit(h: Harness) -> None:
     # As an interactive bash: ${v:?} and a syntax error end the command, not the shell.
     stdin, out = StdinReader(closed=False), BufferSink()
@@ -147,6 +168,24 @@ async def test_a_terminal_shell_outlives_errors_and_a_subshell_exit(h: Harness) 
 )
 def test_what_needs_more_lines(text: str, more: bool) -> None:
     assert needs_more(bashkit.Bash(), text) is more
+
+
+@pytest.mark.parametrize(
+    ("text", "edited"),
+    [
+        ('echo $- ${-} "$-" "${x:-$-}"\n', 'echo F F "F" "${x:-F}"\n'),
+        ("echo '$-' $'$-' \\$- \"\\$-\" $$- $((1 - 1)) # $-\n", None),
+        (
+            "cat <<E\n$- \\$- \\\\$-\nE\ncat <<'E'\n$-\nE\n",
+            "cat <<E\nF \\$- \\\\F\nE\ncat <<'E'\n$-\nE\n",
+        ),
+        ("x=$(echo $-) y=`echo $-`\n", "x=$(echo F) y=`echo F`\n"),
+    ],
+)
+def test_where_dollar_dash_expands_it_is_edited(text: str, edited: str | None) -> None:
+    gathering = Gathering("F")
+    assert gathering.parse(bashkit.Bash(), text) is Parse.COMPLETE
+    assert gathering.edited(text) == (text if edited is None else edited)
 
 
 class CountingBash:
