@@ -11,19 +11,28 @@ the shell ends at ``exit``, at a failure under ``set -e``, at ``${v:?}`` or an u
 under ``set -u``, at a syntax error, and at the end of its input, running its ``EXIT`` trap
 then. A command that reads stdin reads the input's next lines (they are not run as commands).
 
+A shell a command starts that reads its commands from stdin (``bash``, ``exec bash -l``) reads
+the rest of the input, as in bash: a new shell, in a fresh interpreter; ``exec`` replaces the
+shell, ``bash`` leaves it waiting until the new one ends (:class:`_Shells`). ``$-`` says that the
+shell reads its input (``hBs``), where the interpreter's says it runs a ``-c`` script (``hBc``).
+
 On a terminal the shell prompts (``PS1``, then ``> `` while a command is incomplete) and, as an
-interactive bash does, ends only at ``exit``, under ``set -e`` and at the end of its input.
+interactive bash does, ends only at ``exit``, ``exec``, under ``set -e`` and at the end of its
+input; its ``$-`` is an interactive shell's (``himBHs``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import posixpath
+import shlex
 from typing import TYPE_CHECKING
 
 import bashkit
 
 from fake_server.gathering import Gathering, Parse, parse_of
+from fake_server.stdin_readers import WRAPPER_PREFIX, aliases
 
 if TYPE_CHECKING:
     from fake_server.shell import Interpreter, Run, Shell
@@ -56,6 +65,13 @@ _TOO_LONG = (
     "bash: a command longer than {cap} bytes: the fake's limit for one command of an"
     " interactive shell\n"
 )
+_TOO_DEEP = "bash: cannot start a shell: more than {cap} nested shells (a limit of the fake)\n"
+#: bash's exit status for a command it cannot run.
+_CANNOT_RUN = 126
+#: The shells a command starts by name (or by path, in these directories): one that reads its
+#: commands from its stdin reads the rest of the input (:func:`_shell_starters`).
+_SHELLS = ("bash", "sh")
+_SHELL_DIRECTORIES = ("/bin", "/usr/bin")
 #: What ``$-`` and ``${-}`` in a command expand to, for the interpreter's ``$-`` ends in ``c``
 #: (it runs each command as ``bash -c`` would): bash reading commands from its stdin ends it in
 #: ``s`` (``hBs``, ``ehBs`` after ``set -e``)...
@@ -130,6 +146,78 @@ class _Session:
         return True
 
 
+class _Level:
+    """One of the shells that read the input: its interpreter and what it carries over."""
+
+    def __init__(self, interpreter: Interpreter, session: _Session) -> None:
+        self.interpreter = interpreter
+        self.bash = interpreter.bash
+        self.session = session
+
+
+class _Shells:
+    """The shells that read the input: the one reading it now last, each under it waiting for
+    the one it started (``bash``) to end. ``exec bash`` starts one in place of the last."""
+
+    def __init__(self, shell: Shell, run: Run, prelude: str) -> None:
+        self.shell = shell
+        self.run = run
+        self.prelude = prelude
+        self.terminal = run.invocation.terminal is not None
+        self.stack: list[_Level] = []
+
+    @property
+    def current(self) -> _Level:
+        return self.stack[-1]
+
+    async def start(self, interpreter: Interpreter) -> None:
+        """Make a shell of a fresh interpreter (after the prelude) the one that reads."""
+        await self.shell.execute(self.run, interpreter, self.prelude)
+        options = _TERMINAL_OPTIONS if self.terminal else ()
+        self.stack.append(_Level(interpreter, _Session(options)))
+
+    async def start_new(self, trap: str, *, replacing: bool) -> None:
+        """Start the shell the last command started, with what a new shell has of the one
+        that started it (its exported variables, its directory): in place of that one
+        (``exec``), or above it, which gets back ``trap``, its ``EXIT`` trap."""
+        started = self.current
+        state = started.bash.shell_state()
+        shlvl = state.variables.get("SHLVL", "1")
+        depth = len(self.stack) - replacing
+        if replacing:
+            self.stack.pop()
+        else:
+            started.session.trap = started.session.trap or trap
+            if depth > self.shell.limits.max_nesting:
+                self.run.write_err(_TOO_DEEP.format(cap=self.shell.limits.max_nesting).encode())
+                started.session.status = _CANNOT_RUN
+                return
+            shlvl = str(int(shlvl) + 1) if shlvl.isdecimal() else "1"
+        env = {**state.env, "SHLVL": shlvl}
+        await self.start(self.shell.interpreter(self.run, cwd=state.cwd, env=env, depth=depth))
+
+    def ended(self, status: int) -> bool:
+        """The last shell ended with ``status``: whether one waited for it (and goes on, its
+        ``bash`` ended with that status)."""
+        self.stack.pop()
+        if self.stack:
+            self.current.session.status = status
+        return bool(self.stack)
+
+    async def end_of_input(self) -> int:
+        """Each shell exits, the last first, and runs its ``EXIT`` trap as it does (each gets
+        the status of the one it started); the first one's status."""
+        status = self.current.session.status
+        while self.stack:
+            level = self.stack.pop()
+            level.session.status = status
+            if level.session.trap:
+                status = await self.shell.execute(
+                    self.run, level.interpreter, level.session.exit_trap()
+                )
+        return status
+
+
 async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -> int:
     """Run the commands the process's input brings, one complete command at a time, after
     ``prelude`` (the live-input wrappers, and on a terminal the merge of its two streams); the
@@ -139,15 +227,15 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
     if terminal:
         # An interactive bash ends at exit (not in a subshell: the trailer runs then).
         prelude += 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
-    await shell.execute(run, interpreter, prelude)
-    bash = interpreter.bash
-    session = _Session(_TERMINAL_OPTIONS if terminal else ())
+    shells = _Shells(shell, run, prelude + _shell_starters(terminal=terminal))
+    await shells.start(interpreter)
     flags = _TERMINAL_FLAGS if terminal else _INPUT_FLAGS
     pending = ""
     gathering = Gathering(flags)
     for lines in itertools.count(1):
+        level = shells.current
         if terminal:
-            run.write_out(b"> " if pending else _prompt(bash, invocation.hostname))
+            run.write_out(b"> " if pending else _prompt(level.bash, invocation.hostname))
         if not lines % _LINES_PER_TURN:
             # Reading buffered lines never waits: a 256 KiB input of empty lines inside an open
             # quote held the event loop for 0.3 s.
@@ -160,33 +248,64 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
         if len(pending) > MAX_COMMAND_BYTES:
             run.write_err(_TOO_LONG.format(cap=MAX_COMMAND_BYTES).encode())
             return _SYNTAX_ERROR
-        parse = await parse_of(gathering, bash, pending)
+        parse = await parse_of(gathering, level.bash, pending)
         if found and parse is Parse.INCOMPLETE:
             continue
         command, pending = pending, ""
+        session = level.session
         # The lines as the interpreter must read them (bash's reading where it has another);
         # the input's own lines are what $LINENO counts.
         script = session.script(gathering.edited(command))
         gathering = Gathering(flags)
         run.exit_requested = run.refused = False
-        status = await shell.execute(run, interpreter, script)
+        run.new_shell = None
+        status = await shell.execute(run, level.interpreter, script)
         if parse is not Parse.COMPLETE:
             # The interpreter ran none of it and said why, as bash does.
             session.lines_before += command.count("\n")
             session.status = _SYNTAX_ERROR
             if terminal:
                 continue
-            return _SYNTAX_ERROR
-        if session.ran(command, status, bash.shell_state()):
-            continue
-        # Not an exit: the interpreter refused to go on (a limit), or, on a terminal, an
-        # error that ends an interactive shell's command (${v:?}) but not the shell.
-        if not run.refused and (not terminal or run.exit_requested or "e" in session.options):
+        else:
+            ran = session.ran(command, status, level.bash.shell_state())
+            if run.new_shell is not None:
+                # The command ended there if it was an exec.
+                await shells.start_new(run.new_shell, replacing=not ran)
+                continue
+            # Not an exit: the interpreter refused to go on (a limit), or, on a terminal, an
+            # error that ends an interactive shell's command (${v:?}) but not the shell.
+            ends = not ran and not run.refused
+            if not ends or (terminal and not run.exit_requested and "e" not in session.options):
+                continue
+        if not shells.ended(session.status):
             return session.status
-    if session.trap:
-        # The end of the input: the shell exits, and runs its EXIT trap as it does.
-        return await shell.execute(run, interpreter, session.exit_trap())
-    return session.status
+    return await shells.end_of_input()
+
+
+def _shell_starters(*, terminal: bool) -> str:
+    """The prelude's lines by which a command starts a shell that reads the rest of the input,
+    as ``bash``, ``exec bash -l`` or ``exec "$SHELL"`` do in bash: the interpreter's own shell
+    reads none of it, and ends the interactive shell when it is ``exec``'d.
+
+    So each shell's name (through an alias, as the live-input wrappers', which ``command -v``
+    does not show) and path is a function: when the shell reads commands from the input
+    (``__fake_repl_shell``), the interactive shell starts it once the command ends, and the
+    function clears the ``EXIT`` trap, which bash does not run at an ``exec`` (and the
+    interactive shell gives back when the command went on); any other shell (``bash -c``,
+    ``bash < file``) is the interpreter's. ``exec NAME`` runs a function NAME in the
+    interpreter; an alias of ``exec`` that ends in a space makes the word after it an alias
+    too, and on a terminal has ``exec`` end the shell, as an ``exit``."""
+    lines = []
+    for name in _SHELLS:
+        body = (
+            f'{{ if __fake_repl_shell "$(trap -p EXIT)" {name} "$@"; then trap - EXIT;'
+            f' else builtin {name} "$@"; fi; }}'
+        )
+        paths = [posixpath.join(directory, name) for directory in _SHELL_DIRECTORIES]
+        lines += [f"{function}() {body}" for function in [WRAPPER_PREFIX + name, *paths]]
+    lines += aliases(_SHELLS)
+    lines.append("alias exec=" + shlex.quote("__fake_repl_exit && exec " if terminal else "exec "))
+    return "\n".join(lines) + "\n"
 
 
 def _prompt(bash: bashkit.Bash, hostname: str) -> bytes:

@@ -30,6 +30,7 @@ import bashkit
 
 from fake_server.curl_command import curl
 from fake_server.date_command import run_date
+from fake_server.shell import reads_commands
 from fake_server.stdin_readers import reads_stdin
 from fake_server.streams import StdinReader
 from fake_server.wget_command import wget
@@ -154,6 +155,7 @@ class SandboxCommands:
             "__fake_feeds": self._feeds,
             "__fake_read": self._read,
             "__fake_repl_exit": self._repl_exit,
+            "__fake_repl_shell": self._repl_shell,
         }
 
     def live_commands(self) -> dict[str, _Live]:
@@ -397,6 +399,18 @@ class SandboxCommands:
 
     def _repl_exit(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         self.run.exit_requested = True
+        return bashkit.BuiltinResult()
+
+    def _repl_shell(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        """``__fake_repl_shell TRAP NAME ARGS...``: status 0 when the shell ``NAME ARGS``
+        reads its commands from its stdin and that is the interactive shell's input (no pipe,
+        no redirection): the interactive shell then starts it once the command ends, and
+        gives the ``EXIT`` trap ``TRAP`` back to itself if the command went on (see
+        :mod:`fake_server.repl`)."""
+        argv = list(ctx.argv)
+        if len(argv) < 2 or ctx.stdin is not None or not reads_commands(argv[1], argv[2:]):
+            return bashkit.BuiltinResult(exit_code=1)
+        self.run.new_shell = argv[0]
         return bashkit.BuiltinResult()
 
     # -- commands given by Python code -----------------------------------------------------------

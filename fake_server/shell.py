@@ -194,7 +194,8 @@ class ShellLimits:
     max_commands: int = 1_000_000
     #: Wall-clock seconds one run may take (``None``: no limit).
     max_seconds: float | None = 600.0
-    #: Interpreters one run may nest through ``timeout`` (each a child process).
+    #: Interpreters one run may nest through ``timeout`` (each a child process) and shells an
+    #: interactive shell starts (``bash``).
     max_nesting: int = 8
 
 
@@ -241,7 +242,12 @@ class Run:
         self.invocation = invocation
         #: The interpreters running a script now (a ``timeout`` adds a child for a while).
         self.interpreters: set[Interpreter] = set()
+        #: A command of an interactive shell on a terminal asked it to end (``exit``, ``exec``).
         self.exit_requested = False
+        #: A command of an interactive shell started a shell that reads the rest of its input
+        #: (``bash``, ``exec bash``): the ``EXIT`` trap the shell had then (see
+        #: :mod:`fake_server.repl`).
+        self.new_shell: str | None = None
         #: The interpreter refused to go on (a limit, a cancellation): not bash's own answer.
         self.refused = False
         #: Bytes the next ``read`` must not echo (``read -s``).
@@ -673,6 +679,12 @@ def _plan(cmd: str, args: list[str]) -> _Plan:
         elif not operands:
             return _Plan("", repl=True)
     return _Plan(shlex.join([_program(cmd), *args]))
+
+
+def reads_commands(cmd: str, args: list[str]) -> bool:
+    """Whether argv is a shell that reads its commands from its stdin (``bash``, ``sh -l``),
+    not from ``-c`` or a file."""
+    return _plan(cmd, args).repl
 
 
 def _program(cmd: str) -> str:

@@ -49,6 +49,7 @@ _PATH = "bashkit: its commands ignore PATH (PATH=/nonexistent; ls still runs)"
 _BC = "bashkit: bc prints 0.33 where GNU bc prints .33"
 _SOURCE_STDIN = "bashkit: source /dev/stdin finds no such file"
 _READ_ARRAY_EOF = "bashkit: read -a at EOF leaves one empty element, bash none"
+_EXEC_TRAP = "bashkit: exec runs the EXIT trap (bash's shell is replaced, and runs none)"
 _HEREDOC_JOIN = (
     "bashkit: in a here-document that expands, a line ended by a backslash-newline is not"
     " joined to the next before the delimiter is looked for (the fake's interactive shell"
@@ -62,6 +63,10 @@ _SHOWS = (
 _UNWRAPPED = (
     "the fake: in a managed process, command NAME, \\NAME, env NAME, /bin/NAME and a nested"
     " bash get none of the live input (only the aliased names do)"
+)
+_EXEC_UNWRAPPED = (
+    "the fake: in a managed process, a command exec runs (exec cat) and a shell it starts"
+    " (bash, exec bash) get none of the live input (an interactive shell's do)"
 )
 _WRAPPED_PIPE = (
     "the fake: in a managed process, `yes | head` also says on stderr that yes hit its limit"
@@ -99,6 +104,14 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("stdin-sh-s", PROCESS): _UNWRAPPED,
     ("stdin-bash-script", PROCESS): _UNWRAPPED,
     ("misc-yes-head", MANAGED): _WRAPPED_PIPE,
+    ("misc-exec-exit-trap", EVERY_WAY): _EXEC_TRAP,
+    ("lines-exec-bash-exit-trap", SCRIPT): _EXEC_TRAP,
+    ("lines-exec-bash", PROCESS): _EXEC_UNWRAPPED,
+    ("lines-exec-bash-login-in-dir", PROCESS): _EXEC_UNWRAPPED,
+    ("lines-exec-shell-by-path", PROCESS): _EXEC_UNWRAPPED,
+    ("lines-exec-sh", PROCESS): _EXEC_UNWRAPPED,
+    ("lines-exec-cat", PROCESS): _EXEC_UNWRAPPED,
+    ("lines-bash-child", PROCESS): _EXEC_UNWRAPPED,
 }
 #: Seconds one script may take in the fake before the test gives up on it.
 RUN_TIMEOUT_S = 30

@@ -14,7 +14,7 @@ import pytest
 from fake_server import gathering as gathering_module
 from fake_server import repl
 from fake_server.gathering import Gathering, Parse, Parser, needs_more
-from fake_server.shell import Terminal
+from fake_server.shell import ShellLimits, Terminal
 from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness, Result
 
@@ -41,6 +41,20 @@ async def interactive(h: Harness, script: str, *, by_lines: bool) -> Result:
     stdin.close()
     status = await asyncio.wait_for(run, 10)
     return Result(status, out.getvalue().decode(), err.getvalue().decode())
+
+
+async def on_a_terminal(h: Harness, script: str) -> tuple[int, bytes]:
+    """What an interactive shell on a terminal answers when sent ``script`` and then the end
+    of its input: its status, and its output without its prompts."""
+    stdin, out = StdinReader(closed=False), BufferSink()
+    invocation = h.invocation(
+        "bash", stdin=stdin, stdout=out, stderr=out, live_stdin=True, terminal=Terminal()
+    )
+    run = asyncio.ensure_future(h.shell.run(invocation))
+    stdin.feed(script.encode())
+    stdin.close()
+    status = await asyncio.wait_for(run, 10)
+    return status, out.getvalue().replace(b"root@sandbox:~# ", b"")
 
 
 @pytest.mark.parametrize(
@@ -121,16 +135,71 @@ async def test_dollar_dash_says_the_shell_reads_its_input(h: Harness, by_lines: 
 
 async def test_dollar_dash_on_a_terminal_is_an_interactive_shells(h: Harness) -> None:
     # As bash -i on a terminal: himBHs (the interpreter said hBc).
-    stdin, out = StdinReader(closed=False), BufferSink()
-    invocation = h.invocation(
-        "bash", stdin=stdin, stdout=out, stderr=out, live_stdin=True, terminal=Terminal()
-    )
-    run = asyncio.ensure_future(h.shell.run(invocation))
-    stdin.feed(b"echo $-\nset -e; echo $-\nset +m; echo $-\n")
-    stdin.close()
-    assert await asyncio.wait_for(run, 10) == 0
-    shown = out.getvalue().replace(b"root@sandbox:~# ", b"")
-    assert shown == b"himBHs\r\nehimBHs\r\nehiBHs\r\n"
+    script = "echo $-\nset -e; echo $-\nset +m; echo $-\n"
+    assert await on_a_terminal(h, script) == (0, b"himBHs\r\nehimBHs\r\nehiBHs\r\n")
+
+
+@pytest.mark.parametrize(
+    ("script", "out"),
+    [
+        pytest.param(
+            "set -e; f() { :; }; alias g=:; x=1; export y=2\nexec bash\nfalse; f; g\n"
+            'echo "$? x=$x y=$y $LINENO $SHLVL"\n',
+            "127 x= y=2 2 1\n",
+            id="exec bash: a new shell reads the rest",
+        ),
+        pytest.param(
+            'cd /tmp && exec "$SHELL" -l\npwd\n', "/tmp\n", id="exec of the shell by its path"
+        ),
+        pytest.param(
+            'x=1\nbash\necho "child x=$x $LINENO $SHLVL"\nexit 3\necho "x=$x $? $LINENO"\n',
+            "child x= 1 2\nx=1 3 3\n",
+            id="bash: a shell that reads the rest, until it exits",
+        ),
+        pytest.param(
+            "trap 'echo outer $?' EXIT\nbash\ntrap 'echo inner $?' EXIT\nfalse\ntrue\n",
+            "inner 0\nouter 0\n",
+            id="at the end of the input each exits, running its EXIT trap",
+        ),
+        pytest.param(
+            "trap 'echo no' EXIT\nexec sh\necho after\n",
+            "after\n",
+            id="exec runs no EXIT trap",
+        ),
+        pytest.param("echo a\nexec cat\necho b\n", "a\necho b\n", id="exec cat reads the rest"),
+        pytest.param(
+            "bash -c 'echo c $0' z; echo 'echo piped' | bash; bash <<< 'echo here'\n",
+            "c z\npiped\nhere\n",
+            id="a shell that reads no input of the interactive shell",
+        ),
+    ],
+)
+async def test_a_shell_started_from_the_input_reads_the_rest_of_it(
+    h: Harness, by_lines: bool, script: str, out: str
+) -> None:
+    # The interpreter's own bash read none of the input, and exec'd ended the shell.
+    result = await interactive(h, script, by_lines=by_lines)
+    assert (result.status, result.out) == (0, out), result.err
+
+
+async def test_shells_nest_as_deep_as_the_limit(by_lines: bool) -> None:
+    h = Harness(ShellLimits(max_nesting=2))
+    try:
+        script = 'bash\nbash\nbash\necho "$? $SHLVL"\n'
+        result = await interactive(h, script, by_lines=by_lines)
+    finally:
+        await h.shell.wait_idle()
+    message = "bash: cannot start a shell: more than 2 nested shells (a limit of the fake)\n"
+    assert result == Result(0, "126 3\n", message)
+
+
+async def test_on_a_terminal_a_started_shell_prompts_and_exec_ends_the_shell(
+    h: Harness,
+) -> None:
+    # bash -i: a started shell ends at its exit, and the shell an exec replaced at the end of
+    # the command it execs.
+    script = "exec bash\nbash\nexit 4\necho $?\nexec echo gone\necho no\n"
+    assert await on_a_terminal(h, script) == (0, b"4\r\ngone\r\n")
 
 
 async def test_a_terminal_shell_outlives_errors_and_a_subshell_exit(h: Harness) -> None:
