@@ -122,6 +122,10 @@ def _analyzed(bash: Parser, text: str) -> Parse:
     return Parse.COMPLETE
 
 
+#: The parameters the scan reads whole: ``$-`` and ``${-}`` (see :attr:`_Scanner.flags`), and
+#: ``$$``, whose second ``$`` starts no ``$-``.
+_PARAMETERS = ("$$", "$-", "${-}")
+_FLAGS = re.compile(r"\$\{?-")
 #: Words that end a compound command (at a word's start and end).
 _CLOSING_WORDS = ("fi", "done", "esac", "]]", "}")
 
@@ -183,11 +187,9 @@ class _Scanner:
                 if c == "\\" and quote != "'":
                     i += 2
                     continue
-                if c == "$" and quote == '"':
-                    after = self._after_parameter(text, i)
-                    if after:
-                        i = after
-                        continue
+                if c == "$" and quote == '"' and text.startswith(_PARAMETERS, i):
+                    i = self._after_parameter(text, i)
+                    continue
                 if c == "\n":
                     self.quote_spans_lines = True
                 elif c == quote[-1]:
@@ -213,8 +215,8 @@ class _Scanner:
                 i = _after_arithmetic(text, i + (2 if c == "(" else 3))
                 last = "w"
                 continue
-            elif c == "$" and (after := self._after_parameter(text, i)):
-                i, last = after, "w"
+            elif c == "$" and text.startswith(_PARAMETERS, i):
+                i, last = self._after_parameter(text, i), "w"
                 continue
             elif text.startswith("<<<", i):  # a here-string: its word is on this line
                 i, last = i + 3, "w"
@@ -271,15 +273,16 @@ class _Scanner:
         those ``\\``-newlines go (the body has none of them in bash either), and the newlines
         come back after the last body, for ``$LINENO`` further on."""
         for index, body in enumerate(bodies):
+            expands = not body.literal
             while True:
                 line_end = text.find("\n", i)
                 if line_end < 0:
                     return i, bodies[index:]
                 line = text[i:line_end]
-                if not body.literal and self.flags is not None:
+                if expands and self.flags is not None:
                     self._parameters_in(text, i, line_end)
                 i = line_end + 1
-                if not body.literal and (len(line) - len(line.rstrip("\\"))) % 2:
+                if expands and line.endswith("\\") and (len(line) - len(line.rstrip("\\"))) % 2:
                     self.edits.append((line_end - 1, i, ""))
                     self.joined += 1
                     self.continued += line[:-1]
@@ -293,27 +296,27 @@ class _Scanner:
         return i, []
 
     def _after_parameter(self, text: str, i: int) -> int:
-        """Where ``$$``, ``$-`` or ``${-}`` at ``i`` ends (0: none there), noting the last two
-        when they must expand to :attr:`flags` (``$$-`` is the pid and a ``-``)."""
-        if text.startswith("$$", i):
-            return i + 2
-        for name in ("$-", "${-}"):
-            if text.startswith(name, i):
-                if self.flags is not None:
-                    self.edits.append((i, i + len(name), self.flags))
-                return i + len(name)
-        return 0
+        """Where the parameter at ``i`` (one of :data:`_PARAMETERS`) ends, noting ``$-`` and
+        ``${-}`` when they must expand to :attr:`flags` (``$$-`` is the pid and a ``-``)."""
+        name = next(name for name in _PARAMETERS if text.startswith(name, i))
+        if name != "$$" and self.flags is not None:
+            self.edits.append((i, i + len(name), self.flags))
+        return i + len(name)
 
     def _parameters_in(self, text: str, i: int, end: int) -> None:
         """Note the ``$-`` and ``${-}`` of a here-document's line that expands, from ``i`` to
         ``end`` (where a ``\\`` quotes a ``$``)."""
+        if not _FLAGS.search(text, i, end):
+            return  # most lines
         dollar = text.find("$", i, end)
         while dollar >= 0:
             start = dollar
             while start > i and text[start - 1] == "\\":
                 start -= 1
-            after = dollar + 1 if (dollar - start) % 2 else self._after_parameter(text, dollar)
-            dollar = text.find("$", max(after, dollar + 1), end)
+            after = dollar + 1
+            if not (dollar - start) % 2 and text.startswith(_PARAMETERS, dollar):
+                after = self._after_parameter(text, dollar)
+            dollar = text.find("$", after, end)
 
 
 def _closing_word_at(text: str, i: int) -> bool:
