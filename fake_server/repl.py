@@ -76,24 +76,22 @@ _SHELL_DIRECTORIES = ("/bin", "/usr/bin")
 #: (it runs each command as ``bash -c`` would): bash reading commands from its stdin ends it in
 #: ``s`` (``hBs``, ``ehBs`` after ``set -e``)...
 _INPUT_FLAGS = "${-/%c/s}"
-#: ... and on a terminal, where it is interactive, has an ``i`` after ``a``, ``b``, ``e``, ``f``
-#: and ``h`` (the letters keep their order: ``himBHs``)...
-_TERMINAL_FLAGS = "${-//[!abefh]/}i${-//[!kmnptuvxBCEHPT]/}s"
-#: ... and starts with job control and history expansion on, as they show in ``$-`` and
-#: ``set -o`` (the interpreter has neither).
-_TERMINAL_OPTIONS = ("m", "H")
+#: ... and on a terminal, where it is interactive, adds ``i``, and the job control and history
+#: expansion it has there (``m``, ``H``; the interpreter has neither), each in its place among
+#: the others (``himBHs``, ``ehimBHs`` after ``set -e``).
+_TERMINAL_FLAGS = "${-//[!abefh]/}i${-//[!k]/}m${-//[!nptuvxBCE]/}H${-//[!PT]/}s"
 
 
 class _Session:
     """What the shell must carry from one command to the next that the interpreter forgets
     between the scripts it runs, and the header that brings it back."""
 
-    def __init__(self, options: tuple[str, ...] = ()) -> None:
+    def __init__(self) -> None:
         #: The input's lines run so far: the next command's first line is the one after.
         self.lines_before = 0
         self.status = 0
         #: The ``set`` options on (``e``, ``pipefail``...).
-        self.options = list(options)
+        self.options: list[str] = []
         #: ``trap -p EXIT``: the trap to run when the shell exits.
         self.trap = ""
 
@@ -107,19 +105,20 @@ class _Session:
 
     def _header(self) -> str:
         """What runs ahead of a command, on lines that put its first line at
-        ``lines_before + 1`` (``$LINENO``): the state the interpreter forgot. For the first
-        command, only the options the shell starts with, on its first line."""
-        restore = [self.trap] if self.trap else []
+        ``lines_before + 1`` (``$LINENO``): the state the interpreter forgot. Empty for the
+        first command, which starts in a fresh state."""
+        if not self.lines_before:
+            return ""
+        # Silent: a client's command may have made them readonly (bash would not mind).
+        restore = [f"unset {_STATUS} {_TRAP} 2>/dev/null"]
+        if self.trap:
+            restore.append(self.trap)
         # -x last: nothing of the header is traced.
         for option in sorted(self.options, key=lambda option: option == "x"):
             restore.append(f"set -{option}" if len(option) == 1 else f"set -o {option}")
         if self.status:
             # && keeps the failure from ending the shell under set -e; its trace goes nowhere.
             restore.append(f"{{ (builtin exit {self.status}) && :; }} 2>/dev/null")
-        if not self.lines_before:
-            return "".join(f"{line}; " for line in restore)
-        # Silent: a client's command may have made them readonly (bash would not mind).
-        restore.insert(0, f"unset {_STATUS} {_TRAP} 2>/dev/null")
         padding = "\n" * (self.lines_before - 1)
         return f": '{padding}'; " + "; ".join(restore) + "\n"
 
@@ -163,7 +162,6 @@ class _Shells:
         self.shell = shell
         self.run = run
         self.prelude = prelude
-        self.terminal = run.invocation.terminal is not None
         self.stack: list[_Level] = []
 
     @property
@@ -173,8 +171,7 @@ class _Shells:
     async def start(self, interpreter: Interpreter) -> None:
         """Make a shell of a fresh interpreter (after the prelude) the one that reads."""
         await self.shell.execute(self.run, interpreter, self.prelude)
-        options = _TERMINAL_OPTIONS if self.terminal else ()
-        self.stack.append(_Level(interpreter, _Session(options)))
+        self.stack.append(_Level(interpreter, _Session()))
 
     async def start_new(self, trap: str, *, replacing: bool) -> None:
         """Start the shell the last command started, with what a new shell has of the one

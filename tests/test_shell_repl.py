@@ -135,8 +135,8 @@ async def test_dollar_dash_says_the_shell_reads_its_input(h: Harness, by_lines: 
 
 async def test_dollar_dash_on_a_terminal_is_an_interactive_shells(h: Harness) -> None:
     # As bash -i on a terminal: himBHs (the interpreter said hBc).
-    script = "echo $-\nset -e; echo $-\nset +m; echo $-\n"
-    assert await on_a_terminal(h, script) == (0, b"himBHs\r\nehimBHs\r\nehiBHs\r\n")
+    script = "echo $-\nset -e; echo $-\nset -uC; echo $-\n"
+    assert await on_a_terminal(h, script) == (0, b"himBHs\r\nehimBHs\r\nehimuBCHs\r\n")
 
 
 @pytest.mark.parametrize(
