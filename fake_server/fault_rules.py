@@ -46,15 +46,20 @@ __all__ = [
 #: Lease-marker path of the reference provider: the default target of marker faults.
 DEFAULT_MARKER_PATH = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
 
-STREAM_KINDS = (
-    "gap",
-    "evict",
-    "malformed_frame",
-    "no_exit",
-    "disconnect",
-    "missing_exit_status",
-    "duplicate",
-)
+#: How a ``stream`` action bends an exec or ``connect`` stream, and what each does (the docs'
+#: action table shows these words).
+STREAM_KINDS = {
+    "gap": "the data frame after `after_frames` frames never comes (on `connect`, a seq is"
+    " skipped)",
+    "evict": "the stream is one eviction error frame",
+    "malformed_frame": "after `after_frames` frames, a line that is not JSON, then the"
+    " connection closes",
+    "no_exit": "the stream ends without its exit frame",
+    "disconnect": "the connection closes after `after_frames` frames",
+    "missing_exit_status": "the exit frame carries no exit status",
+    "duplicate": "once `after_frames` frames have gone out they go out again, as from a server"
+    " answering an older cursor, and the stream goes on",
+}
 MARKER_MODES = ("wipe", "replace", "garble")
 DISTRIBUTIONS = ("uniform", "normal", "exponential")
 
@@ -100,8 +105,8 @@ ACTION_TYPES: dict[str, ActionSpec] = {
         frozenset({"limit"}),
     ),
     "stream": ActionSpec(
-        "bends an exec or `connect` stream after `after_frames` frames: `kind` is "
-        + ", ".join(f"`{kind}`" for kind in STREAM_KINDS),
+        "bends an exec or `connect` stream (`after_frames` defaults to 1); `kind`: "
+        + "; ".join(f"`{kind}`: {effect}" for kind, effect in STREAM_KINDS.items()),
         frozenset({"kind", "after_frames"}),
         frozenset({"kind"}),
     ),

@@ -665,9 +665,27 @@ async def test_missing_exit_status_and_duplicate_replay(
     fake.faults.stream("missing_exit_status", route=route, times=1)
     frames = [json.loads(line) for line in await connect_lines(client, path)]
     assert frames[-1] == {"type": "exit"}
+    # The frames sent so far come again once after_frames went out; the exit only once. It
+    # ignored after_frames (and a first connect saw no duplicate at all).
     fake.faults.stream("duplicate", route=route, times=1)
-    replayed = [json.loads(line) for line in await connect_lines(client, path + "?after=2")]
-    assert [f["seq"] for f in replayed if f["type"] == "data"] == [1, 2]  # cursor ignored
+    replayed = [json.loads(line) for line in await connect_lines(client, path)]
+    assert [f.get("seq") for f in replayed] == [1, 1, 2, None]
+    fake.faults.stream("duplicate", route=route, after_frames=2, times=1)
+    replayed = [json.loads(line) for line in await connect_lines(client, path)]
+    assert [f.get("seq") for f in replayed] == [1, 2, 1, 2, None]
+    fake.faults.stream("duplicate", route=route, times=1)
+    replayed = [json.loads(line) for line in await connect_lines(client, path + "?after=1")]
+    assert [f.get("seq") for f in replayed] == [2, 2, None]
+    # On an exec stream too (it did nothing there).
+    fake.faults.stream("duplicate", route="/v1/sandboxes/{id}/exec", times=1)
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec?stream=true", json={"cmd": "echo", "args": ["hi"]}
+    )
+    assert [json.loads(line) for line in (await response.text()).splitlines()] == [
+        {"stdout": "hi\n"},
+        {"stdout": "hi\n"},
+        {"exit_code": 0},
+    ]
     fake.faults.stream("missing_exit_status", route="/v1/sandboxes/{id}/exec")
     response = await client.post(
         f"/v1/sandboxes/{sandbox_id}/exec?stream=true", json={"cmd": "true", "stream": True}

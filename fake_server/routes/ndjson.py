@@ -164,6 +164,8 @@ async def _faulted(
         return
     sent = 0
     skipped = False
+    #: ``duplicate``: the lines sent so far, to send again once ``after`` of them went out.
+    repeat: list[bytes] | None = [] if kind == "duplicate" else None
     async for frame in frames:
         if kind == "no_exit" and _is_exit(frame):
             return
@@ -173,8 +175,15 @@ async def _faulted(
         if kind == "gap" and not skipped and sent >= after and _is_data(frame):
             skipped = True
             continue
-        yield _encode(frame)
+        line = _encode(frame)
+        yield line
         sent += 1
         if cut and sent >= after and not _is_exit(frame):
             yield cut_line
             return
+        if repeat is not None and not _is_exit(frame):
+            repeat.append(line)
+            if sent >= after:
+                # What a server answering from an older cursor sends: frames the client has.
+                yield b"".join(repeat)
+                repeat = None

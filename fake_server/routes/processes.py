@@ -117,9 +117,6 @@ async def get_process(request: web.Request) -> web.Response:
 async def connect(request: web.Request) -> web.StreamResponse:
     process = _process(request)
     after = query_int(request.query, "after", 0)
-    fault = scope().directives.get("stream")
-    if fault is not None and fault["kind"] == "duplicate":
-        after = 0  # replay everything, ignoring the cursor: the client sees duplicates
     fake = fake_of(request)
     frames: AsyncIterator[list[OutputFrame] | dict[str, Any]]
     try:
