@@ -249,7 +249,9 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
                     arrived_as = sandbox.status._value_ if sandbox is not None else None
                 if grant is not None:
                     _check_delegated(grant, token_may_call, sandbox_id)
-            if is_control or not fake.faults.installed:
+            # Rules never apply to the control API: nor to a path under it that no route
+            # serves, or a method none takes (the catch-all's 404 and 405 there).
+            if is_control or not fake.faults.installed or _under_control(template, request):
                 response = await handler(request)
             else:
                 info = RequestInfo(
@@ -319,6 +321,12 @@ def _served(handler: Handler, method: str, template: str | None) -> Handler:
     serve.__doc__ = handler.__doc__
     serve.__wrapped__ = handler  # type: ignore[attr-defined]
     return serve
+
+
+def _under_control(template: str | None, request: web.Request) -> bool:
+    """Whether an unrouted request (the catch-all's: no template) is addressed to the control
+    API."""
+    return template is None and request.path.startswith(CONTROL_PREFIX)
 
 
 def _check_delegated(grant: AccessToken, token_may_call: bool, sandbox_id: str | None) -> None:

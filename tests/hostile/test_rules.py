@@ -90,3 +90,17 @@ def test_a_gate_stays_while_another_rule_uses_it(fake: FakeCreateOS) -> None:
     assert fake.faults.remove(second.id)
     assert "g" not in fake.faults.gates
     assert not fake.faults.remove(second.id)
+
+
+async def test_a_rule_matching_everything_leaves_the_whole_control_api_alone(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    # A path under /_fake/ that no route serves, or a method no control route takes, went to
+    # the catch-all, and rules applied there: a match-all latency hung them.
+    fake.faults.add({"match": {}, "action": ERROR})
+    await expect_error(await client.get("/_fake/nope"), 404)
+    await expect_error(await client.delete("/_fake/info"), 405)
+    assert (await client.get("/_fake/info")).status == 200
+    # The API's own routes, and paths it does not serve, still meet the rule.
+    await expect_error(await client.get("/v1/sandboxes"), 503)
+    await expect_error(await client.get("/v1/nope"), 503)
