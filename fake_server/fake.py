@@ -165,8 +165,11 @@ class FakeCreateOS:
             self.drop_tenant(key)
 
     def drop_tenant(self, api_key: str) -> None:
-        """Forget a tenant and stop everything its sandboxes were doing."""
-        tenant = self.tenants.resolve(api_key)
+        """Forget a tenant and stop everything its sandboxes were doing; 404 for a key the
+        fake does not know (it is not made a tenant first)."""
+        tenant = self.tenants.known.get(api_key)
+        if tenant is None:
+            raise ApiError(404, errors.TENANT_NOT_FOUND)
         self.sandboxes.forget_tenant(tenant)
         self.templates.forget_tenant(tenant)
         self.access_tokens.forget_tenant(tenant.id)

@@ -384,15 +384,18 @@ def path_problem(path: str) -> str | None:
 def query_int(
     query: Mapping[str, str], name: str, default: int, *, low: int = 0, high: int | None = None
 ) -> int:
-    """An integer query parameter, clamped to ``high``; 400 when it is not an integer or below
-    ``low``."""
+    """An integer query parameter, clamped to ``high``; 400 when it is not an integer, is below
+    ``low`` or does not fit in 64 bits (as a body's integer: a client decoding the number
+    echoed back, such as a page's ``offset``, could not)."""
     raw = query.get(name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = _integer(raw)
     except ValueError:
         raise ApiError.invalid(name, "must be an integer") from None
+    except _Refused:
+        raise ApiError.invalid(name, f"must be at most {_INT64 - 1}") from None
     if value < low:
         raise ApiError.invalid(name, f"must be at least {low}")
     return min(value, high) if high is not None else value

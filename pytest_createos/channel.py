@@ -57,7 +57,9 @@ class ControlChannel(Protocol):
         """A fresh ``(api_key, tenant_id)``."""
         ...
 
-    def drop_tenant(self, api_key: str) -> None: ...
+    def drop_tenant(self, api_key: str) -> None:
+        """Forget a tenant, if the fake still has it."""
+        ...
 
     def reseed(self, seed: int) -> None: ...
 
@@ -206,7 +208,11 @@ class LocalChannel:
         return self._call(create)  # one hop to the server's loop, not two
 
     def drop_tenant(self, api_key: str) -> None:
-        self._call(self.fake.drop_tenant, api_key)
+        def drop() -> None:
+            if api_key in self.fake.tenants.known:  # a reset in the test dropped it already
+                self.fake.drop_tenant(api_key)
+
+        self._call(drop)
 
     def reseed(self, seed: int) -> None:
         self._call(self.fake.reseed, seed)
@@ -378,7 +384,11 @@ class HttpChannel:
         return data["api_key"], data["tenant"]
 
     def drop_tenant(self, api_key: str) -> None:
-        self._request("DELETE", "/_fake/tenants", {"api_key": api_key})
+        try:
+            self._request("DELETE", "/_fake/tenants", {"api_key": api_key})
+        except ControlError as exc:
+            if exc.status != 404:  # 404: a reset in the test dropped it already
+                raise
 
     def reseed(self, seed: int) -> None:
         self._request("POST", "/_fake/seed", {"seed": seed})

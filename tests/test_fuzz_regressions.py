@@ -9,7 +9,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from fake_server import FakeCreateOS, ServerConfig
+from fake_server.errors import ApiError
 from tests.conftest import create_sandbox
+from tests.test_api_sandboxes import expect_error
 
 
 @pytest.fixture
@@ -49,15 +51,22 @@ async def test_wait_with_timeout_ms_0_uses_the_servers_maximum(
     assert response.status == 408
 
 
-async def test_an_offset_beyond_any_integer_index_is_an_empty_page(
+async def test_an_offset_past_the_last_page_is_an_empty_page_and_past_64_bits_a_400(
     client: TestClient[Any, Any],
 ) -> None:
     await create_sandbox(client)
-    response = await client.get(f"/v1/sandboxes?offset={10**32}")
+    # Past the last page: an empty page.
+    response = await client.get(f"/v1/sandboxes?offset={2**63 - 1}")
     body = await response.json()
     assert response.status == 200, body
     assert body["data"]["data"] == []
     assert body["data"]["pagination"]["total"] == 1
+    # Past 64 bits: refused, as in a body (answered, it was echoed in `pagination`, where a
+    # client decoding 64-bit integers could not read it).
+    await expect_error(
+        await client.get(f"/v1/sandboxes?offset={2**63}"), 400, f"must be at most {2**63 - 1}"
+    )
+    await expect_error(await client.get(f"/v1/sandboxes?limit={10**32}"), 400, "at most")
 
 
 async def test_dropping_a_tenant_needs_a_key_and_never_answers_401(
@@ -68,3 +77,19 @@ async def test_dropping_a_tenant_needs_a_key_and_never_answers_401(
     fake.tenants.strict = True
     unknown = await client.delete("/_fake/tenants", json={"api_key": "skp_nobody"})
     assert unknown.status == 404
+
+
+async def test_dropping_a_key_the_fake_never_saw_is_a_404_and_makes_no_tenant(
+    fake: FakeCreateOS, client: TestClient[Any, Any]
+) -> None:
+    # Without --strict the key was made a tenant first, then dropped: 200 {"dropped": true}.
+    before = len(fake.tenants)
+    unknown = await client.delete("/_fake/tenants", json={"api_key": "skp_never_seen"})
+    await expect_error(unknown, 404, "tenant")
+    assert len(fake.tenants) == before
+    with pytest.raises(ApiError) as refused:
+        fake.drop_tenant("skp_never_seen")
+    assert refused.value.status == 404
+    key = fake.create_tenant("skp_made")
+    assert (await client.delete("/_fake/tenants", json={"api_key": key})).status == 200
+    assert key not in fake.tenants.known

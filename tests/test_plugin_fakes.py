@@ -188,3 +188,24 @@ def test_every_background_fake_is_started_shielded(
     )
     project.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
     assert calls == ["shield", "shield"]
+
+
+def test_a_test_that_resets_its_fake_still_tears_down_cleanly(project: pytest.Pytester) -> None:
+    # A reset drops the test's tenant; the teardown then dropped it again, which a fake that
+    # no longer makes a tenant of an unknown key (to drop it) answers 404.
+    project.makepyfile(
+        """
+        import aiohttp
+        from helpers import call
+
+        def test_reset_on_the_shared_fake(createos_server):
+            assert call(createos_server, "POST", "/_fake/reset", {})[0] == 200
+
+        async def test_reset_on_the_tests_own_fake(createos_aiohttp_server):
+            async with aiohttp.ClientSession() as session:
+                url = createos_aiohttp_server.url + "/_fake/reset"
+                async with session.post(url, json={}) as answer:
+                    assert answer.status == 200
+        """
+    )
+    project.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=2)
