@@ -376,7 +376,7 @@ ROUTES: Routes = (
         create_tenant,
         control_operation(
             "fakeCreateTenant",
-            "Register a key (or mint one) as a fresh tenant",
+            "Register a key as a tenant (a key it knows keeps its tenant), or mint a fresh one",
             ok_response("The key and tenant id.", obj({"api_key": string(), "tenant": string()})),
             errors=BODY_ERRORS,
             body=NEW_TENANT,
