@@ -273,6 +273,10 @@ class Runtime:
             raise ApiError.invalid("path", problem)
         if not raw.startswith("/"):
             raise ApiError.invalid("path", errors.PATH_NOT_ABSOLUTE)
+        if raw.endswith("/"):
+            # Normalised away, it named a file: an upload to /dir/ wrote a file /dir.
+            raise ApiError.invalid("path", errors.PATH_NAMES_DIRECTORY)
+        # `..` resolves as the sandbox's kernel would: never above its own root.
         return FileSystem.normalize(raw)
 
     def check_upload(self, sandbox: Sandbox, raw_path: str | None, size: int | None) -> str:

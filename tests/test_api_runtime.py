@@ -144,6 +144,8 @@ async def test_files_round_trip_with_parents_created(client: Client, sandbox_id:
         ("?path=relative.txt", 400, "absolute"),
         ("?path=/nope", 404, "not found"),
         ("?path=/tmp", 400, "directory"),
+        ("?path=/tmp/", 400, "ends in /"),
+        ("?path=/", 400, "ends in /"),
         ("?path=/a%00b", 400, "NUL"),
     ],
 )
@@ -159,6 +161,18 @@ async def test_traversal_cannot_escape_the_root(client: Client, sandbox_id: str)
     await client.put(f"/v1/sandboxes/{sandbox_id}/files?path=/../../etc/passwd", data=b"fake")
     got = await client.get(f"/v1/sandboxes/{sandbox_id}/files?path=/etc/passwd")
     assert await got.read() == b"fake"
+
+
+async def test_an_upload_to_a_path_ending_in_a_slash_writes_nothing(
+    client: Client, sandbox_id: str
+) -> None:
+    # It wrote a file named /newdir: the slash was normalised away.
+    files = f"/v1/sandboxes/{sandbox_id}/files"
+    await expect_error(await client.put(f"{files}?path=/newdir/", data=b"x"), 400, "ends in /")
+    await expect_error(await client.get(f"{files}?path=/newdir"), 404)
+    # `..` resolves inside the sandbox, as its kernel would.
+    put = await client.put(f"{files}?path=/tmp/../x", data=b"x")
+    assert (await put.json())["data"] == {"path": "/x", "bytes": 1}
 
 
 async def test_upload_size_cap_is_413(aiohttp_client: ClientFactory) -> None:
