@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--deleted",
         choices=("destroyed", "404"),
         default="destroyed",
-        help="what GET answers for a deleted sandbox (default: %(default)s)",
+        help="what a deleted sandbox becomes once destroyed: a destroyed row, or 404 (GET"
+        " answers 404 and lists leave it out) (default: %(default)s)",
     )
     serve.add_argument(
         "--faults",

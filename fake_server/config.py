@@ -33,7 +33,8 @@ class ServerConfig:
     api_keys: tuple[str, ...] = ()
     #: Only registered keys are accepted (otherwise any non-empty key is a fresh tenant).
     strict: bool = False
-    #: What GET answers for a deleted sandbox: its ``destroyed`` row, or 404.
+    #: What a deleted sandbox becomes: a ``destroyed`` row that GET and lists show, or, with
+    #: ``"404"``, nothing (GET answers 404, lists leave it out) once it is destroyed.
     deleted: Literal["destroyed", "404"] = "destroyed"
     #: Destroyed sandboxes each tenant keeps readable (as ``destroyed``); older ones answer 404.
     destroyed_kept: int = 1000

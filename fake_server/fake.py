@@ -104,7 +104,8 @@ class FakeCreateOS:
             self.clock,
             region=config.region,
             on_going_away=self._going_away,
-            destroyed_kept=config.destroyed_kept,
+            # "404": a destroyed sandbox is forgotten at once, by GET and by lists alike.
+            destroyed_kept=0 if config.deleted == "404" else config.destroyed_kept,
             template_files=self.templates.files_for,
         )
         #: What listens on sandbox ports for tunnels (fake_server.tunnels).

@@ -174,8 +174,14 @@ async def test_deleted_sandboxes_can_answer_404(aiohttp_client: ClientFactory) -
     fake = FakeCreateOS(ServerConfig(deleted="404", transition_ms=0))
     client = await aiohttp_client(fake.app(), headers={"X-Api-Key": "skp_a"})
     sandbox_id = (await create_sandbox(client))["id"]
+    kept = (await create_sandbox(client))["id"]
     await client.delete(f"/v1/sandboxes/{sandbox_id}")
     await expect_error(await client.get(f"/v1/sandboxes/{sandbox_id}"), 404)
+    # Lists leave it out too (they showed it as destroyed).
+    for query in ("", "?status=destroyed"):
+        page = (await (await client.get(f"/v1/sandboxes{query}")).json())["data"]
+        assert [s["id"] for s in page["data"]] == ([kept] if not query else [])
+        assert page["pagination"]["total"] == (1 if not query else 0)
 
 
 async def test_names_are_unique_among_live_sandboxes(client: Client) -> None:
