@@ -33,7 +33,7 @@ from typing import Any
 
 from _pytest.config.argparsing import Parser
 
-from fake_server import cli, fault_rules, openapi, sandbox_commands
+from fake_server import cli, fault_rules, gates, openapi, sandbox_commands
 from fake_server.filesystem import programs
 from pytest_createos import _checks, _scenarios, plugin
 from pytest_createos.kit import WORKLOADS
@@ -121,6 +121,13 @@ def fault_actions() -> str:
         )
         rows.append((_code(name), params or "—", spec.effect))
     return _table(("`action.type`", "Parameters", "Effect"), rows)
+
+
+def release_outcomes() -> str:
+    """What a held request released with each ``outcome`` does."""
+    rows = [("`proceed` (or none)", "the request goes on as if it had not been held")]
+    rows += [(_code(name), effect) for name, effect in gates.OUTCOMES.items()]
+    return _table(("`outcome`", "What the request does"), rows)
 
 
 # -- the HTTP API, from the OpenAPI document --------------------------------------------------
@@ -295,6 +302,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "cli-flags": cli_flags,
     "plugin-options": plugin_options,
     "fault-actions": fault_actions,
+    "release-outcomes": release_outcomes,
     "control-api": control_api,
     "sandbox-api": sandbox_api,
     "kit-scenarios": kit_scenarios,

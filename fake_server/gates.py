@@ -21,13 +21,17 @@ from dataclasses import asdict, dataclass
 
 __all__ = ["OUTCOMES", "Gate", "GateTimeout", "HeldRequest", "outcomes_for"]
 
-#: What a request let go with :meth:`Gate.release_request` may be told to do besides going on:
-#: ``lost`` takes effect, then its connection is closed before the answer (the lost answer);
-#: ``error`` is answered 503 without effect (with it, when held after its effect: a gate rule's
-#: ``when="after"``, which leaves only these two); ``survives``: a process DELETE ends nothing (the
-#: process tree ignores the signal, ``tree_exited`` stays false); ``stuck``: the transition a
-#: pause, resume, fork or sandbox DELETE starts never finishes.
-OUTCOMES = ("lost", "error", "survives", "stuck")
+#: What a request let go with :meth:`Gate.release_request` may be told to do besides going on,
+#: and what each does (the docs' table shows these words). A request held after its effect (a
+#: gate rule's ``when="after"``) takes only the first two.
+OUTCOMES = {
+    "lost": "the effect happens, then the connection closes before the answer (the lost answer)",
+    "error": "503 in the envelope, without the effect (with it, for a request held after it)",
+    "survives": "a process `DELETE` ends nothing: the tree ignores the signal, and the answer"
+    " says `tree_exited: false`",
+    "stuck": "the transition a pause, resume, fork or sandbox `DELETE` starts never finishes"
+    " (until `POST /_fake/sandboxes/{id}/finish`)",
+}
 
 _PROCESS = re.compile(r"^/v1/sandboxes/[^/]+/processes/[^/]+$")
 _TRANSITION = re.compile(r"^/v1/sandboxes/[^/]+(/pause|/resume|/fork)?$")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 import urllib.error
 import urllib.request
@@ -354,13 +355,19 @@ class HttpChannel:
             self._headers[CONTROL_TOKEN_HEADER] = control_token
 
     def _request(
-        self, method: str, path: str, body: Any = None, *, api_key: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        api_key: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
         data = None if body is None else json.dumps(body).encode()
         headers = self._headers if api_key is None else {**self._headers, "X-Api-Key": api_key}
         request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
                 return json.loads(response.read())["data"]
         except urllib.error.HTTPError as exc:
             try:
@@ -419,10 +426,21 @@ class HttpChannel:
 
     def wait_gate(self, name: str, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while (held := int(self.gate(name)["held"])) < count:
+        while True:
+            left = max(0.001, deadline - time.monotonic())
+            # The fake answers once the gate holds `count` (a long-poll), or 408 at the end.
+            path = f"/_fake/gates/{name}?held={count}&timeout_ms={math.ceil(left * 1000)}"
+            try:
+                held = int(self._request("GET", path, timeout=left + self.timeout)["held"])
+            except ControlError as exc:
+                if exc.status != 408:
+                    raise
+                held = int(self.gate(name)["held"])
+            if held >= count:
+                return
             if time.monotonic() > deadline:
                 raise GateTimeout.waited(name, held=held, count=count, timeout=timeout)
-            time.sleep(0.002)  # polling a remote server: there is nothing to await on
+            time.sleep(0.002)  # a fake older than the long-poll answered at once: poll it
 
     async def async_wait_gate(self, name: str, count: int, timeout: float) -> None:
         await asyncio.to_thread(self.wait_gate, name, count, timeout)

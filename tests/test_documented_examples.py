@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,46 @@ def test_every_curl_line_answers_as_printed(serve: Any, code: str) -> None:
         if comment.strip().startswith("{"):
             for key in re.findall(r'"(\w+)":', comment):
                 assert f'"{key}":' in done.stdout, (line, key, done.stdout)
+
+
+#: The pages' shell scripts (``bash`` blocks), each run whole as a reader would paste it.
+SHELL_SCRIPTS = _blocks("bash")
+#: What the scripts use ``jq`` for (a field of an answer), for machines without jq.
+_JQ = """#!/usr/bin/env python3
+import json, sys
+path = [a for a in sys.argv[1:] if not a.startswith("-")][0]
+value = json.load(sys.stdin)
+for name in filter(None, path.split(".")):
+    value = value[name]
+print(value if isinstance(value, str) else json.dumps(value))
+"""
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the pages' scripts use curl")
+def test_the_race_from_outside_python_runs_as_printed(serve: Any, tmp_path: Path) -> None:
+    [(_, script)] = SHELL_SCRIPTS  # the one in faults.md: a new script needs its own test
+    server = serve("--transition-ms", "0")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "jq").write_text(_JQ)
+    (tools / "jq").chmod(0o755)
+    environment = {"PATH": f"{tools}:/usr/bin:/bin"}
+    code = script.replace("127.0.0.1:8080", server.url.removeprefix("http://"))
+    done = subprocess.run(
+        ["bash", "-ec", code], capture_output=True, text=True, timeout=60, env=environment
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.replace("}{", "}\n{").splitlines()]
+    assert all(answer["status"] == "success" for answer in answers), done.stdout
+    assert [a["data"]["status"] for a in answers if "status" in a["data"]] == ["paused", "running"]
+    # The server saw the resume answered before the cleanup it held was.
+    request = urllib.request.Request(server.url + "/_fake/journal?since=0")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        entries = json.loads(response.read())["data"]["entries"]
+    order = [e["route"] for e in entries if e["kind"] == "request" and e["method"] != "GET"]
+    assert order.index("/v1/sandboxes/{id}/resume") < order.index(
+        "/v1/sandboxes/{id}/processes/{pid}"
+    )
 
 
 _REFUSAL = re.compile(

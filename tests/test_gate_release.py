@@ -278,3 +278,23 @@ async def test_a_release_skips_a_request_whose_client_just_left() -> None:
     with pytest.raises(asyncio.CancelledError):
         await gone
     assert (gate.held, gate.passed, gate.holding) == (0, 1, [])
+
+
+async def test_a_gate_answers_once_it_holds_the_requests_asked_for(
+    fake: FakeCreateOS, client: Client
+) -> None:
+    # A client outside Python had to poll the gate to learn that a request was held.
+    sandbox = (await create_sandbox(client))["id"]
+    fake.faults.gate("g", route="POST /v1/sandboxes/{id}/pause")
+    waiting = asyncio.ensure_future(client.get("/_fake/gates/g?held=1"))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox}/pause"))
+    answer = await waiting
+    assert (await answer.json())["data"]["held"] == 1
+    timed_out = await client.get("/_fake/gates/g?held=2&timeout_ms=10")
+    await expect_error(timed_out, 408, "gate 'g': 1 request(s) held after 0.01s, expected 2")
+    await expect_error(await client.get("/_fake/gates/g?held=lots"), 400, "held")
+    await expect_error(await client.get("/_fake/gates/nope?held=1"), 404)
+    fake.faults.gates["g"].open()
+    assert (await pause).status == 200

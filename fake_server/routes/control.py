@@ -32,9 +32,17 @@ from fake_server.api_schema import (
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.fault_rules import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
-from fake_server.gates import OUTCOMES, Gate
+from fake_server.gates import OUTCOMES, Gate, GateTimeout
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
-from fake_server.routes.common import Route, Routes, fake_of, ok, read_body, read_raw_body
+from fake_server.routes.common import (
+    Route,
+    Routes,
+    fake_of,
+    ok,
+    read_body,
+    read_raw_body,
+    unless_client_leaves,
+)
 from fake_server.routes.resources import DISK_STATE, NETWORK_VIEW
 from fake_server.validation import BodySchema, parse_json, path_problem, query_int
 
@@ -139,8 +147,22 @@ def _gate(request: web.Request) -> Gate:
     return gate
 
 
+#: How long ``GET /_fake/gates/{name}?held=N`` waits by default (what ``wait_held`` waits).
+GATE_WAIT_MS = 5000
+
+
 async def get_gate(request: web.Request) -> web.Response:
-    return ok(_gate(request).as_json())
+    gate = _gate(request)
+    count = query_int(request.query, "held", 0)
+    if count:
+        # A long-poll: a client outside Python waits for a request to be held without polling.
+        cap = fake_of(request).config.max_wait_ms
+        timeout_ms = query_int(request.query, "timeout_ms", GATE_WAIT_MS, high=cap) or cap
+        try:
+            await unless_client_leaves(request, gate.wait_held(count, timeout_ms / 1000))
+        except GateTimeout as exc:
+            raise ApiError(408, str(exc)) from None
+    return ok(gate.as_json())
 
 
 #: What ``outcome`` may say when one held request is released: ``proceed`` (or nothing) lets it
@@ -492,9 +514,22 @@ ROUTES: Routes = (
         get_gate,
         control_operation(
             "fakeGetGate",
-            "A gate's counters",
+            "A gate's counters; with `held`, once it holds that many requests",
             ok_response("The gate.", ref("Gate")),
-            errors=(404,),
+            errors=(400, 404, 408),
+            parameters=[
+                query(
+                    "held",
+                    integer(minimum=0),
+                    "Answer once the gate holds at least this many requests (0: at once).",
+                ),
+                query(
+                    "timeout_ms",
+                    integer(minimum=0),
+                    f"How long `held` waits, in real time (default {GATE_WAIT_MS}; capped by"
+                    " the fake's maximum wait, which is also what 0 means); 408 then.",
+                ),
+            ],
         ),
     ),
     Route(
