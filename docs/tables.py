@@ -215,9 +215,12 @@ def _api_table(prefix: str) -> str:
                 data = content["schema"].get("properties", {}).get("data")
                 answer.append(_code(schemas.sketch(data)) if data else media)
             errors = sorted(code for code in operation["responses"] if code != "200")
+            # The query parameters it reads, named after the path as a client writes them.
+            parameters = [*item.get("parameters", []), *operation.get("parameters", [])]
+            query = "&".join(f"{p['name']}=" for p in parameters if p.get("in") == "query")
             rows.append(
                 (
-                    _code(f"{method.upper()} {path}"),
+                    _code(f"{method.upper()} {path}" + (f"?{query}" if query else "")),
                     operation["summary"],
                     sent or "—",
                     ", ".join(answer) or "—",

@@ -149,6 +149,6 @@ def test_the_fields_exec_accepts_and_ignores_are_in_its_row() -> None:
     exec_row = next(
         line
         for line in tables.sandbox_api().splitlines()
-        if line.startswith("| `POST /v1/sandboxes/{id}/exec` |")
+        if line.startswith("| `POST /v1/sandboxes/{id}/exec?stream=` |")
     )
     assert '"cwd"?, "timeout"?, "timeout_ms"?: accepted and ignored}`' in exec_row
