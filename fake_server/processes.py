@@ -58,8 +58,10 @@ ALLOWED_SIGNALS = (
     "SIGUSR2",
     "SIGWINCH",
 )
-#: Signals that end the emulated process tree; the rest are delivered and ignored.
-_TERMINATING = frozenset({"SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGTERM"})
+#: Signals that end the emulated process tree: each one's default action but SIGWINCH's (a
+#: window change, ignored). The interpreter has no signals, so a script's `trap` never runs:
+#: the default action is what a process that sets none gets.
+_TERMINATING = frozenset(ALLOWED_SIGNALS) - {"SIGWINCH"}
 #: Frames ``connect`` takes from the journal at a time: a replay of a large window (tiny frames
 #: of a PTY's echo, a raised cap) then never copies the whole window in one step.
 CONNECT_BATCH = 256

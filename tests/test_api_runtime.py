@@ -307,12 +307,18 @@ async def test_signal_and_delete_end_the_tree(client: Client, sandbox_id: str) -
     first = await start(client, sandbox_id, "cat")
     base = f"/v1/sandboxes/{sandbox_id}/processes/{first['process_id']}"
     await expect_error(await client.post(f"{base}/signal", json={"signal": "SIGFOO"}), 400, "SIG")
-    ignored = await client.post(f"{base}/signal", json={"signal": "SIGUSR1"})
+    ignored = await client.post(f"{base}/signal", json={"signal": "SIGWINCH"})
     assert ignored.status == 200
     assert (await (await client.get(base)).json())["data"]["state"] == "running"
     await client.post(f"{base}/signal", json={"signal": "SIGINT"})
     view = (await (await client.get(base)).json())["data"]
     assert (view["state"], view["signal"], view["exit_code"]) == ("exited", "SIGINT", None)
+    # SIGUSR1's default action ends a process too (it was ignored, the process kept running).
+    usr1 = await start(client, sandbox_id, "cat")
+    usr1_base = f"/v1/sandboxes/{sandbox_id}/processes/{usr1['process_id']}"
+    await client.post(f"{usr1_base}/signal", json={"signal": "SIGUSR1"})
+    view = (await (await client.get(usr1_base)).json())["data"]
+    assert (view["state"], view["signal"]) == ("exited", "SIGUSR1")
     second = await start(client, sandbox_id, "cat")
     deleted = await client.delete(
         f"/v1/sandboxes/{sandbox_id}/processes/{second['process_id']}?grace_ms=1000"
