@@ -336,6 +336,8 @@ class Runtime:
     def start_process(self, sandbox: Sandbox, spec: ProcessSpec) -> ManagedProcess:
         Lifecycle.check_running(sandbox)
         env = self._environment(sandbox, spec.env)
+        if spec.cwd and not spec.cwd.startswith("/"):  # else "no such directory", misleading
+            raise ApiError.invalid("cwd", errors.CWD_NOT_ABSOLUTE)
         cwd = FileSystem.normalize(spec.cwd or "/root")
         tree, place = self._locate(sandbox, cwd)
         if not tree.is_dir(place):

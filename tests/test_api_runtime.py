@@ -415,7 +415,12 @@ async def test_process_guards(client: Client, sandbox_id: str) -> None:
     missing_cwd = await client.post(
         f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "true", "cwd": "/nowhere"}
     )
-    await expect_error(missing_cwd, 400, "cwd")
+    await expect_error(missing_cwd, 400, "no such directory")
+    # A relative one says so (it said "no such directory", though /root/tmp may exist).
+    relative = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "true", "cwd": "tmp"}
+    )
+    await expect_error(relative, 400, "must be an absolute path")
     process = await start(client, sandbox_id, "cat")
     base = f"/v1/sandboxes/{sandbox_id}/processes/{process['process_id']}"
     await expect_error(await client.get(f"{base}/wait?scope=forest"), 400, "scope")
