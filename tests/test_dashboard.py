@@ -266,6 +266,13 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
                 holding = gate_row.locator("td").nth(5)
                 expect(holding).to_contain_text(f"DELETE /v1/sandboxes/{ids['doomed']} since ")
                 expect(release).to_be_enabled()
+                # A laptop's width: a held request's long path wraps in its cell (it hid the
+                # column behind a scroll bar).
+                page.set_viewport_size({"width": 1280, "height": 1000})
+                overflow = (
+                    "el => el.closest('section').scrollWidth - el.closest('section').clientWidth"
+                )
+                assert page.locator("#gates").evaluate(overflow) <= 0
                 page.screenshot(path=str(tmp_path / "dashboard-held.png"), full_page=True)
                 release.click()
                 thread.join(timeout=STEP_MS / 1000)
