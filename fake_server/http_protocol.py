@@ -9,6 +9,8 @@
   (slow-header clients would otherwise hold sockets until the process runs out of them).
 - A client that stops reading an answer for ``write_timeout_s`` is cut off, and the part of
   the answer buffered for it is dropped (otherwise every stalled download stays in memory).
+- A server that stops cancels the requests its connections are handling at once (aiohttp
+  waits for them first, and a stream or a request held at a gate never ends by itself).
 - A handler may ask to end with its client (:func:`end_with_client`): aiohttp does not cancel
   handlers whose client left, and a buffered ``/exec`` would run its command on for nobody. A
   request that waits learns that its client left from the same signal (:func:`connection_closed`)
@@ -144,6 +146,27 @@ class _HardenedRequestHandler(RequestHandler):
             if self.transport is None:
                 self._lost.set_result(None)
         return self._lost
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    async def shutdown(self, timeout: float | None = 15.0) -> None:
+        """Close this connection for a server that stops, cancelling the request it is handling
+        (``timeout`` bounds how long that request may take to unwind)."""
+        # aiohttp waits up to `timeout` for the request in progress to end by itself (recent
+        # releases as long again once they have cancelled it): a stream, a long-poll, a request
+        # held at a gate or by a hang fault never ends by itself, so each held a stopping server
+        # for both waits (2 s with the runner's 1 s; 2 min for aiohttp's TestServer).
+        # Cancelled now, the request ends at its next await: a gate lets go of it, an exec
+        # stops its command, a stream ends, and its client sees the connection close.
+        transport = self.transport
+        handler = self._task_handler
+        if handler is not None and not handler.done():
+            handler.cancel()
+        await super().shutdown(timeout)
+        if transport is not None and transport.get_write_buffer_size():
+            # A client that stopped reading: close() would keep the socket open until what
+            # is buffered for it is sent, which a server whose loop ends next never does.
+            transport.abort()
 
     # -- answers aiohttp gives itself --------------------------------------------------------
 

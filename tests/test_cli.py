@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -81,6 +83,52 @@ def test_ctrl_c_stops_cleanly(serve: Any) -> None:
     served.process.send_signal(signal.SIGINT)
     assert served.process.wait(10) == 0
     assert "Traceback" not in served.process.communicate()[1]
+
+
+def _post(served: Served, path: str, body: Any) -> Any:
+    connection = http.client.HTTPConnection(urlsplit(served.url).netloc, timeout=10)
+    try:
+        connection.request("POST", path, json.dumps(body), {"X-Api-Key": "skp_cli"})
+        return json.loads(connection.getresponse().read())["data"]
+    finally:
+        connection.close()
+
+
+def _until_held(served: Served, gate: str) -> None:
+    """Ask the control API until ``gate`` holds a request (each look waits for an answer)."""
+    for _ in range(1000):
+        if served.get(f"/_fake/gates/{gate}")[1]["data"]["held"]:
+            return
+    pytest.fail(f"gate {gate} held nothing")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_at_once_and_ends_what_clients_wait_on(serve: Any, signum: int) -> None:
+    served = serve()
+    sandbox = _post(served, "/v1/sandboxes", {"shape": "s-1vcpu-1gb"})["id"]
+    host = urlsplit(served.url).netloc
+    stream = http.client.HTTPConnection(host, timeout=10)
+    body = {"cmd": "/bin/bash", "args": ["-c", "echo up; sleep 100000"]}
+    path = f"/v1/sandboxes/{sandbox}/exec?stream=true"
+    stream.request("POST", path, json.dumps(body), {"X-Api-Key": "skp_cli"})
+    frames = stream.getresponse()
+    assert json.loads(frames.readline()) == {"stdout": "up\n"}
+    gate = {"match": {"route": "GET /v1/sandboxes/{id}"}, "action": {"type": "gate", "name": "g"}}
+    _post(served, "/_fake/faults", gate)
+    held = http.client.HTTPConnection(host, timeout=10)
+    held.request("GET", f"/v1/sandboxes/{sandbox}", headers={"X-Api-Key": "skp_cli"})
+    _until_held(served, "g")
+    served.process.send_signal(signum)
+    assert served.process.wait(10) == 0
+    # Both clients see their connection end: neither waits on a server that is gone.
+    with pytest.raises(http.client.IncompleteRead):
+        frames.read()
+    with pytest.raises(http.client.RemoteDisconnected):
+        held.getresponse()
+    stream.close()
+    held.close()
+    stderr = served.process.communicate()[1]
+    assert [line for line in stderr.splitlines() if not line.startswith("seed=")] == []
 
 
 def test_fault_file_and_latency_flags_load_rules(serve: Any, tmp_path: Path) -> None:
