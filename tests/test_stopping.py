@@ -4,6 +4,8 @@ connection end rather than wait on it."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import inspect
 import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -171,3 +173,36 @@ async def _drained(loop: asyncio.AbstractEventLoop, client: socket.socket) -> No
             pass
     except ConnectionResetError:
         pass
+
+
+def _accepted_but_not_set_up() -> bool:
+    """Whether asyncio accepted a connection whose setup (a task of its own, run a loop turn
+    later) has not begun."""
+    return any(
+        task.get_coro().__name__ == "_accept_connection2"  # type: ignore[union-attr]
+        and inspect.getcoroutinestate(task.get_coro()) == inspect.CORO_CREATED  # type: ignore[arg-type]
+        for task in asyncio.all_tasks()
+    )
+
+
+async def test_a_connection_accepted_as_the_server_stops_is_closed(fake: FakeCreateOS) -> None:
+    runner, _ = await start_site(fake, LOOPBACK, 0)
+    loop = asyncio.get_running_loop()
+    # A blocking connect on loopback: the kernel completes it, and the loop accepts it soon.
+    client = socket.create_connection(runner.addresses[0][:2])
+    client.setblocking(False)
+    collecting = gc.isenabled()
+    gc.disable()  # a leaked socket would be closed by whichever collection came first
+    try:
+        for _ in range(100):
+            if _accepted_but_not_set_up():
+                break
+            await asyncio.sleep(0)
+        else:
+            pytest.fail("the loop never accepted the connection")
+        await stop_site(fake, runner)  # in this turn (wait_for would start it a turn later)
+        await asyncio.wait_for(_drained(loop, client), BOUND_S)
+    finally:
+        client.close()
+        if collecting:
+            gc.enable()
