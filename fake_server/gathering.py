@@ -12,12 +12,13 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import re
 from typing import NamedTuple, Protocol
 
 import bashkit
+
+from fake_server.worker_thread import off_loop
 
 __all__ = ["ON_LOOP", "Gathering", "Parse", "Parser", "needs_more", "parse_of"]
 
@@ -104,13 +105,13 @@ ON_LOOP = 64 << 10
 async def parse_of(gathering: Gathering, bash: Parser, text: str) -> Parse:
     """:meth:`Gathering.parse`, a long text's scan or parse on a worker thread."""
     if len(text) - gathering.scanner.i > ON_LOOP:
-        return await asyncio.to_thread(gathering.parse, bash, text)
+        return await off_loop(gathering.parse, bash, text)
     scanned = gathering.scan(text)
     if scanned is not None:
         return scanned
     text = gathering.edited(text)
     if len(text) > ON_LOOP:
-        return gathering.parsed_as(await asyncio.to_thread(_analyzed, bash, text))
+        return gathering.parsed_as(await off_loop(_analyzed, bash, text))
     return gathering.parsed_as(_analyzed(bash, text))
 
 

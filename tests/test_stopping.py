@@ -4,10 +4,12 @@ connection end rather than wait on it."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
 import inspect
 import json
 import socket
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -16,7 +18,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from fake_server import FakeCreateOS, ServerConfig
+from fake_server import FakeCreateOS, ServerConfig, gathering
 from fake_server.http_protocol import harden_connections
 from fake_server.runner import LOOPBACK, start_site, stop_site
 from tests.conftest import eventually
@@ -206,3 +208,42 @@ async def test_a_connection_accepted_as_the_server_stops_is_closed(fake: FakeCre
         client.close()
         if collecting:
             gc.enable()
+
+
+def test_a_stop_does_not_wait_for_a_shell_parsing_on_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A shell parses a command over 64 KiB on a worker thread (up to ~1 s, nothing can cut it
+    # short); asyncio.run, which the CLI serves in, waited for the loop's executor threads.
+    parsing, release = threading.Event(), threading.Event()
+    analyzed = gathering._analyzed
+
+    def slow_analysis(bash: Any, text: str) -> Any:
+        parsing.set()
+        release.wait()
+        return analyzed(bash, text)
+
+    monkeypatch.setattr(gathering, "_analyzed", slow_analysis)
+
+    async def serve_until_a_parse_runs() -> None:
+        fake = FakeCreateOS(ServerConfig(seed=7, transition_ms=0))
+        runner, url = await start_site(fake, LOOPBACK, 0)
+        async with aiohttp.ClientSession(headers={"X-Api-Key": KEY}) as session:
+            base = f"{url}/v1/sandboxes/{await _sandbox(session, url)}/processes"
+            shell = {"cmd": "bash", "pty": {"rows": 24, "cols": 80}}
+            async with session.post(base, json=shell) as answer:
+                process = (await answer.json())["data"]["process_id"]
+            line = base64.b64encode(b"echo" + b" a" * (50 << 10) + b"\n").decode()
+            async with session.post(f"{base}/{process}/input", json={"data_base64": line}):
+                pass
+        await eventually(parsing.is_set)
+        await stop_site(fake, runner)
+
+    served = threading.Thread(target=asyncio.run, args=(serve_until_a_parse_runs(),))
+    served.start()
+    try:
+        served.join(BOUND_S)
+        assert not served.is_alive(), "the stop waited for the parse"
+    finally:
+        release.set()
+        served.join()
