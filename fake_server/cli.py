@@ -285,7 +285,9 @@ async def _serve(fake: FakeCreateOS, host: str, port: int) -> None:
     runner, url = await start_site(fake, host, port)
     freeze_startup_heap()
     print(url, flush=True)
-    print(f"seed={fake.seed} dashboard={url}/_fake/", file=sys.stderr, flush=True)
+    # The token itself stays out of the output (logs keep it); the page takes it after a #.
+    token = "#token=<your --control-token>" if fake.config.control_token else ""
+    print(f"seed={fake.seed} dashboard={url}/_fake/{token}", file=sys.stderr, flush=True)
     try:
         await stopped.wait()
     finally:

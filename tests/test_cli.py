@@ -82,7 +82,19 @@ def test_ctrl_c_stops_cleanly(serve: Any) -> None:
     served = serve()
     served.process.send_signal(signal.SIGINT)
     assert served.process.wait(10) == 0
-    assert "Traceback" not in served.process.communicate()[1]
+    stderr = served.process.communicate()[1]
+    assert "Traceback" not in stderr
+    assert f"dashboard={served.url}/_fake/\n" in stderr
+
+
+def test_the_dashboards_address_says_where_a_control_token_goes(serve: Any) -> None:
+    # The page answers nothing without the token, and the line did not say how to give it.
+    served = serve("--control-token", "s3cret-t0k")
+    served.process.send_signal(signal.SIGINT)
+    assert served.process.wait(10) == 0
+    stderr = served.process.communicate()[1]
+    assert f"dashboard={served.url}/_fake/#token=<your --control-token>" in stderr
+    assert "s3cret-t0k" not in stderr
 
 
 def _post(served: Served, path: str, body: Any) -> Any:
@@ -95,11 +107,9 @@ def _post(served: Served, path: str, body: Any) -> Any:
 
 
 def _until_held(served: Served, gate: str) -> None:
-    """Ask the control API until ``gate`` holds a request (each look waits for an answer)."""
-    for _ in range(1000):
-        if served.get(f"/_fake/gates/{gate}")[1]["data"]["held"]:
-            return
-    pytest.fail(f"gate {gate} held nothing")
+    """Wait until ``gate`` holds a request (the control API answers once it does)."""
+    status, body = served.get(f"/_fake/gates/{gate}?held=1&timeout_ms=4000")
+    assert status == 200, body
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
