@@ -85,8 +85,11 @@ _DRAIN_TURNS = 3
 _PLANS_KEPT = 1024
 #: Programs that are a shell: ``bash -c SCRIPT`` runs SCRIPT itself, ``bash`` alone a REPL.
 SHELLS = frozenset({"bash", "sh", "dash"})
-_SUGGESTION_HINT = b". Did you mean: "
-_SUGGESTION = re.compile(rb"\. Did you mean: [^\n]*\?(?=\n|$)")
+#: What the interpreter adds to bash's "command not found": a guess at the name meant
+#: (". Did you mean: cat?") or a word on what its sandbox lacks (". Package managers are not
+#: available in the sandbox.", for pip, cargo, vim, docker, ssh...).
+_NOT_FOUND_HINT = b": command not found. "
+_NOT_FOUND_HINTS = re.compile(rb"(: command not found)\. [^\n]*")
 #: A terminal merges stdout and stderr into one stream, in the order they are written.
 _MERGE_STREAMS = "exec 2>&1; "
 #: An ``/exec``'s stdin, made the whole script's own: a redirection of the shell itself, not a
@@ -260,9 +263,9 @@ class Run:
         self._write(self.invocation.stderr, data)
 
     def _write(self, sink: OutputSink, data: bytes) -> None:
-        if _SUGGESTION_HINT in data:
-            # bash says "command not found" and nothing more; the interpreter adds a guess.
-            data = _SUGGESTION.sub(b"", data)
+        if _NOT_FOUND_HINT in data:
+            # bash says "command not found" and nothing more.
+            data = _NOT_FOUND_HINTS.sub(rb"\1", data)
         if data:
             if self.invocation.terminal is not None:
                 data = data.replace(b"\n", b"\r\n")  # the terminal's onlcr

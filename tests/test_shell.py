@@ -196,6 +196,17 @@ async def test_unknown_commands_exit_127_with_bash_wording(h: Harness) -> None:
     assert (await h.run("/usr/bin/python9", "-c", "1")).status == 127
 
 
+async def test_unknown_commands_say_only_command_not_found(h: Harness) -> None:
+    # The interpreter adds a word on what the sandbox lacks (package managers, compilers,
+    # editors, ssh...) to its "command not found"; bash says nothing more.
+    names = ["cargo", "pip", "vim", "docker", "rsync", "su", "ssh", "info"]
+    result = await h.sh("\n".join(f"{name} x" for name in names))
+    assert result.status == 127
+    assert result.err.splitlines() == [
+        f"bash: line {line}: {name}: command not found" for line, name in enumerate(names, 1)
+    ]
+
+
 async def test_exec_stdin_reaches_every_reader(h: Harness) -> None:
     assert (await h.run("cat", stdin=b"payload")).out == "payload"
     assert (await h.run("wc", "-c", stdin=b"12345")).out.strip() == "5"
