@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import bashkit
 
 from fake_server.gathering import Gathering, Parse, parse_of
-from fake_server.stdin_readers import WRAPPER_PREFIX, aliases
+from fake_server.stdin_readers import PIPED_READ, READ_FUNCTION, WRAPPER_PREFIX, aliases
 
 if TYPE_CHECKING:
     from fake_server.shell import Interpreter, Run, Shell
@@ -47,6 +47,10 @@ _TRAP = "__fake_repl_trap"
 #: command did not end the shell; it keeps what the interpreter forgets between scripts (the
 #: status, the EXIT trap, which it would otherwise run now). Its trace goes nowhere.
 _TRAILER = f"{{ {_STATUS}=$? {_TRAP}=$(trap -p EXIT); trap - EXIT; }} 2>/dev/null\n"
+#: Ahead of a command that pipes into ``read``: the interpreter's own ``read`` for it, as a
+#: script with one gets (see :data:`~fake_server.stdin_readers.PIPED_READ`); the live-input
+#: one is defined again after the command's trailer.
+_BUILTIN_READ = "unset -f read"
 #: How the interpreter names the options in effect at the end of a script: ``set``'s by their
 #: letter or long name, and ``shopt``'s (which it keeps from one script to the next).
 _OPTION = "SHOPT_"
@@ -97,20 +101,25 @@ class _Session:
 
     def script(self, command: str) -> str:
         """``command`` as the interpreter runs it: after the header, before the trailer."""
-        return self._header() + command + _TRAILER
+        if not PIPED_READ.search(command):
+            return self._header() + command + _TRAILER
+        return self._header(_BUILTIN_READ) + command + _TRAILER + READ_FUNCTION + "\n"
 
     def exit_trap(self) -> str:
         """A script that restores the state and so runs the EXIT trap as it ends."""
         return self._header()
 
-    def _header(self) -> str:
+    def _header(self, first: str = "") -> str:
         """What runs ahead of a command, on lines that put its first line at
-        ``lines_before + 1`` (``$LINENO``): the state the interpreter forgot. Empty for the
-        first command, which starts in a fresh state."""
+        ``lines_before + 1`` (``$LINENO``): ``first``, then the state the interpreter forgot.
+        Only ``first``, on the command's line, for the first command, which starts in a fresh
+        state (no status, no ``set -x`` to trace it)."""
         if not self.lines_before:
-            return ""
+            return f"{first}; " if first else ""
         # Silent: a client's command may have made them readonly (bash would not mind).
         restore = [f"unset {_STATUS} {_TRAP} 2>/dev/null"]
+        if first:
+            restore.append(first)
         if self.trap:
             restore.append(self.trap)
         # -x last: nothing of the header is traced.

@@ -56,7 +56,14 @@ from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # 
 from fake_server.network import Network  # noqa: E402
 from fake_server.repl import repl  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
-from fake_server.stdin_readers import STDIN_READERS, WRAPPER_PREFIX, aliases, wrappers  # noqa: E402
+from fake_server.stdin_readers import (  # noqa: E402
+    PIPED_READ,
+    READ_FUNCTION,
+    STDIN_READERS,
+    WRAPPER_PREFIX,
+    aliases,
+    wrappers,
+)
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -101,13 +108,6 @@ _FEED_STDIN = "exec < <(__fake_stdin); "
 _NO_STDIN = "exec < /dev/null; "
 #: Builtins that read stdin into an array: a managed process's live input reaches them too.
 _ARRAY_READERS = ("mapfile", "readarray")
-#: A pipe into ``read`` (``cmd | while IFS= read -r line``, ``cmd | { read a; read b; }``).
-#: A script with one gets the interpreter's own ``read``, not the fake's live-input function:
-#: bashkit 0.20.1 loses all but the first line of a pipe behind a function named ``read`` when
-#: ``cmd`` writes in pieces (a function, a group, ``seq``, ``cat``, the fake's own wrappers).
-_PIPED_READ = re.compile(
-    r"(?<!\|)\|(?!\|)&?\s*[({]?\s*(?:(?:while|until)\s+(?:!\s*)?)?(?:IFS=\S*\s+)?read\b"
-)
 #: The environment every command starts with (the sandbox's envs and the request's on top).
 BASE_ENV = {
     "HOME": "/root",
@@ -608,16 +608,11 @@ class Shell:
         registered commands when they read the process's own stdin (not a pipe or a file); the
         latter two through aliases of their names (see
         :data:`~fake_server.stdin_readers.WRAPPER_PREFIX`). No ``read`` function for a
-        ``script`` that pipes into ``read`` (see ``_PIPED_READ``)."""
+        ``script`` that pipes into ``read`` (see :data:`~fake_server.stdin_readers.PIPED_READ`)."""
         registered = self.registry.names()
         lines = wrappers(skip=registered)
-        if script is None or not _PIPED_READ.search(script):
-            lines.append(
-                'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
-                ' __fake_line=$(__fake_read "$@"); __fake_status=$?;'
-                ' builtin read "$@" <<<"$__fake_line"; return $__fake_status;'
-                ' else builtin read "$@"; fi; }'
-            )
+        if script is None or not PIPED_READ.search(script):
+            lines.append(READ_FUNCTION)
         # mapfile and readarray fill a variable, so they cannot sit at the end of a pipe (a
         # subshell): they read the input to its end through a redirection instead.
         for name in _ARRAY_READERS:

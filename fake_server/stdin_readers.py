@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "LIVE_MARK",
+    "PIPED_READ",
+    "READ_FUNCTION",
     "STDIN_READERS",
     "WRAPPER_PREFIX",
     "Effect",
@@ -472,6 +474,24 @@ _RUNNER = '__fake_run() { if __fake_feeds "$@"; then "$@" < <(__fake_cat); else 
 _CAT = (
     f'{WRAPPER_PREFIX}cat() {{ if __fake_feeds cat "$@"; then if [ $# -eq 0 ] || [ "$*" = - ];'
     ' then __fake_cat; else \\cat "$@" < <(__fake_cat); fi; else \\cat "$@"; fi; }'
+)
+
+
+#: The live-input ``read``: the process's next line when it reads the process's own stdin, the
+#: builtin otherwise.
+READ_FUNCTION = (
+    'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
+    ' __fake_line=$(__fake_read "$@"); __fake_status=$?;'
+    ' builtin read "$@" <<<"$__fake_line"; return $__fake_status;'
+    ' else builtin read "$@"; fi; }'
+)
+#: A pipe into ``read`` (``cmd | while IFS= read -r line``, ``cmd | { read a; read b; }``): a
+#: script (and each command of an interactive shell) with one gets the interpreter's own
+#: ``read``, not :data:`READ_FUNCTION`: bashkit 0.20.1 loses all but the first line of a pipe
+#: behind a function named ``read`` when ``cmd`` writes in pieces (a function, a group, ``seq``,
+#: ``cat``, the fake's own wrappers).
+PIPED_READ = re.compile(
+    r"(?<!\|)\|(?!\|)&?\s*[({]?\s*(?:(?:while|until)\s+(?:!\s*)?)?(?:IFS=\S*\s+)?read\b"
 )
 
 

@@ -110,6 +110,19 @@ async def on_a_terminal(h: Harness, script: str) -> tuple[int, bytes]:
             id="the EXIT trap runs at the end",
         ),
         pytest.param("trap 'echo bye $?' EXIT\nexit 3\necho no\n", 3, "bye 3\n", id="and at exit"),
+        pytest.param(
+            'seq 3 | while read -r n; do echo "got $n"; done\n',
+            0,
+            "got 1\ngot 2\ngot 3\n",
+            id="a pipe into read gets every line",
+        ),
+        pytest.param(
+            'false\necho $? | while read -r s; do echo "status $s"; done\n'
+            'read -r x\nnext\necho "$x"\n',
+            0,
+            "status 1\nnext\n",
+            id="and the status, and the next read the input",
+        ),
         pytest.param("echo a\nif then\necho no\n", 2, "a\n", id="a syntax error ends it"),
         pytest.param("if true; then\necho a\n", 2, "", id="so does an unfinished command"),
     ],
@@ -124,6 +137,12 @@ async def test_an_interactive_shell_runs_its_input_as_bash_s_does(
 async def test_the_state_it_restores_is_not_traced(h: Harness, by_lines: bool) -> None:
     result = await interactive(h, "set -x\nfalse\necho hi\n", by_lines=by_lines)
     assert result == Result(0, "hi\n", "+ false\n+ echo hi\n")
+
+
+async def test_a_pipe_into_read_is_traced_as_it_is_written(h: Harness, by_lines: bool) -> None:
+    result = await interactive(h, "set -x\nprintf 'a\\n' | read -r x\n", by_lines=by_lines)
+    assert result.status == 0
+    assert sorted(result.err.splitlines()) == ["+ printf 'a\\n'", "+ read -r x"]
 
 
 async def test_dollar_dash_says_the_shell_reads_its_input(h: Harness, by_lines: bool) -> None:
