@@ -73,6 +73,33 @@ _WRAPPED_PIPE = (
     " (head is a wrapper function there, and bashkit runs a pipe's writer to its end before a"
     " function reads it)"
 )
+# Found by the agent- entries (what coding agents run); each seen with a bare bashkit.Bash().
+_LS_LONG = (
+    "bashkit: ls -l has no `total` line, link count, owner or group (mode, size, YYYY-MM-DD"
+    " HH:MM, name), and ls -a lists no . and .."
+)
+_LS_OPTIONS = "bashkit: ls -r and -S are not implemented (an error, nothing listed)"
+_DIFF_OPTIONS = "bashkit: diff has no -r, -w, -b, -U N or --label (an invalid option, exit 2)"
+_DIFF_HUNKS = (
+    "bashkit: diff -u writes a one-line range as `-1,1` (GNU: `-1`) and no"
+    " `\\ No newline at end of file`"
+)
+_DIFF_MISSING = "bashkit: diff with a missing file exits 1 (GNU: 2, trouble)"
+_PATCH_NEW_DIR = (
+    "bashkit: patch that creates a file in a missing directory ends the whole script (io error:"
+    " parent directory not found, status 1); GNU patch makes the directory"
+)
+_PATCH_OFFSET = (
+    "bashkit: patch applies a hunk only at its own line, with no offset or fuzz, and says why it"
+    " failed on stderr, not GNU's `Hunk #1 FAILED at 1.` on stdout"
+)
+_PATCH_I = "bashkit: patch has no -i FILE"
+_ZIP_Q = "bashkit: zip and unzip have no -q, unzip no -p"
+_ZCAT = "bashkit: there is no zcat (gunzip -c is there)"
+_ENV_EXPORTS = "bashkit: SHLVL and _ are not exported (env does not list them)"
+_SED_DIRECTORY = "bashkit: sed reading a directory exits 2 (GNU: 4, an I/O error)"
+_FILE_COLUMNS = "bashkit: file does not pad several names to one column (`e:     empty`)"
+_STAT_EMPTY = "bashkit: stat %F says `regular file` of an empty file (GNU: `regular empty file`)"
 #: (corpus entry, modes) -> why the fake answers otherwise than bash there.
 KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("sync-realpath", EVERY_WAY): _REALPATH,
@@ -112,6 +139,34 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("lines-exec-sh", PROCESS): _EXEC_UNWRAPPED,
     ("lines-exec-cat", PROCESS): _EXEC_UNWRAPPED,
     ("lines-bash-child", PROCESS): _EXEC_UNWRAPPED,
+    ("agent-ls-1-and-a", EVERY_WAY): _LS_LONG,
+    ("agent-ls-la-perms-names", EVERY_WAY): _LS_LONG,
+    ("agent-ls-l-columns", EVERY_WAY): _LS_LONG,
+    ("agent-ls-la-total-line", EVERY_WAY): _LS_LONG,
+    ("agent-ls-lh-size", EVERY_WAY): _LS_LONG,
+    ("agent-ls-S-by-size", EVERY_WAY): _LS_OPTIONS,
+    ("agent-ls-r-reverse", EVERY_WAY): _LS_OPTIONS,
+    ("agent-diff-u-labels", EVERY_WAY): _DIFF_OPTIONS,
+    ("agent-diff-r-dirs", EVERY_WAY): _DIFF_OPTIONS,
+    ("agent-diff-rq", EVERY_WAY): _DIFF_OPTIONS,
+    ("agent-diff-ignore-whitespace", EVERY_WAY): _DIFF_OPTIONS,
+    ("agent-diff-U0", EVERY_WAY): _DIFF_OPTIONS,
+    ("agent-diff-u-one-line-hunk", EVERY_WAY): _DIFF_HUNKS,
+    ("agent-diff-u-no-newline-at-eof", EVERY_WAY): _DIFF_HUNKS,
+    ("agent-diff-missing-file", EVERY_WAY): _DIFF_MISSING,
+    ("agent-patch-new-file", EVERY_WAY): _PATCH_NEW_DIR,
+    ("agent-patch-offset", EVERY_WAY): _PATCH_OFFSET,
+    ("agent-patch-dry-run-fails", EVERY_WAY): _PATCH_OFFSET,
+    ("agent-patch-i-file", EVERY_WAY): _PATCH_I,
+    ("agent-archive-zip-unzip", EVERY_WAY): _ZIP_Q,
+    ("agent-archive-zcat", EVERY_WAY): _ZCAT,
+    ("agent-env-names", EVERY_WAY): _ENV_EXPORTS,
+    ("agent-view-directory-as-file", EVERY_WAY): _SED_DIRECTORY,
+    ("agent-view-file-type", EVERY_WAY): _FILE_COLUMNS,
+    ("agent-view-stat-format", EVERY_WAY): _STAT_EMPTY,
+    ("agent-marker-not-found-merged", EVERY_WAY): _ZERO,
+    ("agent-missing-pytest-tail", EVERY_WAY): _ZERO,
+    ("agent-missing-cargo-merged", EVERY_WAY): _ZERO,
 }
 #: Seconds one script may take in the fake before the test gives up on it.
 RUN_TIMEOUT_S = 30
