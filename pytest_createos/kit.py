@@ -524,9 +524,12 @@ class HostConformance:
 
 class ProviderConformance:
     """Subclass it and provide a ``provider`` fixture (with the hooks of
-    :class:`~pytest_createos.host.LeaseProviderLike`); every provider scenario becomes a test,
-    ``test_provider_scenario[<scenario>]``. Override ``provider_params`` if your provider
-    takes another configuration than ``createos_lease_params``.
+    :class:`~pytest_createos.host.LeaseProviderLike`); every provider scenario becomes a test
+    for each way a release cleans up, ``test_provider_scenario[release-deletes-<scenario>]``
+    and ``[release-pauses-<scenario>]`` (the config's ``reuseLease`` false, then true: a lease
+    kept warm is paused on release, and resumed while that pause may still be in flight).
+    Override ``provider_params`` if your provider takes another configuration than
+    ``createos_lease_params`` (it then decides what runs).
 
     Example::
 
@@ -540,10 +543,14 @@ class ProviderConformance:
                     yield provider
     """
 
-    @pytest.fixture
-    def provider_params(self, createos_lease_params: dict[str, Any]) -> Mapping[str, Any]:
-        """``company_id``, ``environment_id`` and ``config`` for every provider call."""
-        return createos_lease_params
+    @pytest.fixture(params=[False, True], ids=["release-deletes", "release-pauses"])
+    def provider_params(
+        self, request: pytest.FixtureRequest, createos_lease_params: dict[str, Any]
+    ) -> Mapping[str, Any]:
+        """``company_id``, ``environment_id`` and ``config`` for every provider call, with
+        ``reuseLease`` false and then true."""
+        config = {**createos_lease_params["config"], "reuseLease": request.param}
+        return {**createos_lease_params, "config": config}
 
     @pytest.mark.asyncio
     @pytest.mark.parametrize("scenario", [scenario.name for scenario in PROVIDER_SCENARIOS])

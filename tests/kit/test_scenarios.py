@@ -409,3 +409,19 @@ async def test_a_sandbox_still_in_use_is_a_leak_unless_kept(
     createos_kit.assert_ok(keep=[str(lease.provider_lease_id)])
     await host.destroy(lease)
     createos_kit.assert_ok()
+
+
+async def test_the_provider_classs_paused_variant_meets_a_pause_in_flight(
+    createos_kit: ConformanceKit,
+    createos_provider: LeaseProvider,
+    createos_server: CreateosServer,
+    warm_params: dict[str, Any],
+) -> None:
+    # ProviderConformance's `release-pauses` runs (reuseLease true) race resume against a pause,
+    # which no provider scenario sent by default (a release deleted).
+    report = await createos_kit.run_provider(
+        "resume-while-release-in-flight", createos_provider, warm_params
+    )
+    report.assert_ok()
+    createos_server.journal.assert_requested("POST /v1/sandboxes/{id}/pause", times=1)
+    createos_server.journal.assert_not_requested("DELETE /v1/sandboxes/{id}")
