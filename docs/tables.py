@@ -35,7 +35,7 @@ from _pytest.config.argparsing import Parser
 
 from fake_server import cli, fault_rules, gates, openapi, sandbox_commands
 from fake_server.filesystem import programs
-from pytest_createos import _checks, _scenarios, plugin
+from pytest_createos import _checks, _kit_messages, _scenarios, plugin
 from pytest_createos.kit import WORKLOADS
 
 __all__ = ["COMMAND", "TABLES", "TableError", "main", "on_page_markdown", "refresh"]
@@ -259,8 +259,11 @@ def provider_scenarios() -> str:
 
 
 def kit_checks() -> str:
-    """Every check the kit runs over a journal."""
-    return _table(("Check", "Holds when"), ((_code(k), v) for k, v in _checks.CHECKS.items()))
+    """Every check a kit report may name: those run over the journal, then those made of the
+    calls themselves."""
+    rows = [(_code(k), v, "the journal") for k, v in _checks.CHECKS.items()]
+    rows += [(_code(k), v, "the calls") for k, v in _kit_messages.CALL_CHECKS.items()]
+    return _table(("Check", "Holds when", "Judged from"), rows)
 
 
 def explorer_workloads() -> str:

@@ -285,3 +285,17 @@ def error_text(error: BaseException) -> str:
     """
     shown = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return shown if len(shown) <= MAX_ERROR_CHARS else shown[: MAX_ERROR_CHARS - 3] + "..."
+
+
+# -- the checks made of the calls themselves --------------------------------------------------
+
+#: Checks the scenarios and the explorer make of what the host's or provider's calls did (the
+#: journal's are ``pytest_createos._checks.CHECKS``), with a one-line summary each.
+CALL_CHECKS: Final[dict[str, str]] = {
+    PROVIDER_REFUSES_RESUME: "a provider's resume() while its lease's release or destroy is in "
+    "flight, or after a cleanup it could not confirm, refuses at once, sending nothing",
+    PROVIDER_REFUSAL_LIFTED: "once that cleanup has ended, resume() is answered again (resumed "
+    "or expired), not refused",
+    HOST_FINISHES: "every host call of an explored workload finishes",
+    SCENARIO: "the host did what the scenario needs (acquired, sent its cleanup, ran its command)",
+}

@@ -152,3 +152,13 @@ def test_the_fields_exec_accepts_and_ignores_are_in_its_row() -> None:
         if line.startswith("| `POST /v1/sandboxes/{id}/exec?stream=` |")
     )
     assert '"cwd"?, "timeout"?, "timeout_ms"?: accepted and ignored}`' in exec_row
+
+
+def test_the_kits_table_names_every_check_a_report_can_name() -> None:
+    # A provider's failures all name provider-refuses-resume, which the table left out.
+    from pytest_createos import _kit_messages as text
+
+    table = tables.kit_checks()
+    checks = (text.PROVIDER_REFUSES_RESUME, text.PROVIDER_REFUSAL_LIFTED, text.HOST_FINISHES)
+    for check in (*checks, text.SCENARIO, text.NO_WORK_ON_CLOSING):
+        assert f"| `{check}` |" in table
