@@ -151,7 +151,7 @@ class _Schemas:
         if "enum" in schema:
             return " or ".join(json.dumps(value) for value in schema["enum"])
         for key in ("anyOf", "oneOf"):
-            if key in schema:
+            if key in schema and "properties" not in schema:
                 return " or ".join(self.sketch(part, depth) for part in schema[key])
         if "allOf" in schema:
             return " & ".join(self.sketch(part, depth) for part in schema["allOf"])
@@ -170,7 +170,10 @@ class _Schemas:
                 for key, value in properties.items()
             ]
             fields += map(self._ignored, schema.get("patternProperties", {}).items())
-            return "{" + ", ".join(fields) + "}"
+            # Alternatives of an object are which of its fields it needs (a process: cmd or pty).
+            needs = [part.get("required", []) for part in schema.get("anyOf", ())]
+            needed = " or ".join(" and ".join(f'"{name}"' for name in names) for names in needs)
+            return "{" + ", ".join(fields) + "}" + (f" ({needed} required)" if needed else "")
         return str(kind or "any")
 
     @staticmethod

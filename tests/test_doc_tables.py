@@ -162,3 +162,14 @@ def test_the_kits_table_names_every_check_a_report_can_name() -> None:
     checks = (text.PROVIDER_REFUSES_RESUME, text.PROVIDER_REFUSAL_LIFTED, text.HOST_FINISHES)
     for check in (*checks, text.SCENARIO, text.NO_WORK_ON_CLOSING):
         assert f"| `{check}` |" in table
+
+
+def test_a_body_whose_alternatives_are_its_required_fields_shows_its_fields() -> None:
+    # The process body read "any or any": its anyOf only says it needs cmd or pty.
+    row = next(
+        line
+        for line in tables.sandbox_api().splitlines()
+        if line.startswith("| `POST /v1/sandboxes/{id}/processes` |")
+    )
+    assert '{"cmd"?: string or null, "args"?:' in row
+    assert '("cmd" or "pty" required)' in row

@@ -69,7 +69,7 @@ CREATE = BodySchema(
             {
                 "cmd": nullable(string(description="Required unless `pty` is set.")),
                 "args": nullable(array(string())),
-                "cwd": nullable(string(description="An existing directory.")),
+                "cwd": nullable(string(description="An existing directory's absolute path.")),
                 "env": nullable(env_map(ENV_OVERRIDE)),
                 "pty": nullable(obj({}, {"rows": integer(), "cols": integer()}, closed=False)),
             },
