@@ -33,6 +33,8 @@ DEFAULT_SHAPE = "s-1vcpu-1gb"
 
 _SEED = pytest.StashKey[int]()
 _HANDLE = pytest.StashKey["CreateosServer"]()
+#: Set on a test whose call failed: the sandboxes it leaves are its failure's, not a new error.
+_CALL_FAILED = pytest.StashKey[bool]()
 
 
 class CreateosLeakWarning(UserWarning):
@@ -178,6 +180,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     handle = item.stash.get(_HANDLE, None)
+    if report.failed and call.when == "call":
+        item.stash[_CALL_FAILED] = True
     if handle is not None and report.failed and call.when in ("call", "setup"):
         try:
             report.sections.append(("createos", handle.report()))
@@ -287,7 +291,10 @@ def _close_handle(
     if _HANDLE in request.node.stash:
         del request.node.stash[_HANDLE]
     mode = options.leak_check or request.config.stash[_SETTINGS].leak_check
-    leaked = channel.close_test(tenant, leak_check=mode != "off")
+    # A test that failed never reached its own cleanup: its failure is the report to read (its
+    # createos section shows the fake), not a second error for the sandboxes it left.
+    failed = request.node.stash.get(_CALL_FAILED, False)
+    leaked = channel.close_test(tenant, leak_check=mode != "off" and not failed)
     if leaked:
         names = ", ".join(f"{s['id']} ({s['status']})" for s in leaked)
         message = (

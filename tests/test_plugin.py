@@ -66,6 +66,26 @@ def test_leaked_sandboxes_fail_at_teardown_naming_them(project: pytest.Pytester)
     warned.stdout.fnmatch_lines(["*CreateosLeakWarning: *test_leaks left 1 sandbox(es) alive*"])
 
 
+def test_a_failed_test_is_not_reported_again_for_what_it_left(project: pytest.Pytester) -> None:
+    # It failed, then failed its teardown for the sandbox its cleanup never reached: one
+    # problem, reported twice.
+    project.makepyfile(
+        """
+        from helpers import create
+
+        def test_fails_before_its_cleanup(createos_server):
+            create(createos_server)
+            assert False, "the test's own failure"
+
+        def test_leaks(createos_server):
+            create(createos_server)
+        """
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.re_match_lines([r".*::test_leaks left 1 sandbox\(es\) alive.*"])
+
+
 def test_marker_configures_faults_latency_and_seed(project: pytest.Pytester) -> None:
     project.makepyfile(
         """
