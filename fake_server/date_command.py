@@ -28,15 +28,15 @@ offsets, zone words, weekdays and relative items (``N unit [ago]``, ``next``/``l
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
+
+from fake_server.gnu_options import Failure, Options, quote
 
 __all__ = ["run_date"]
 
 _NS = 10**9
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_TRY = "Try 'date --help' for more information.\n"
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")  # fmt: skip
@@ -61,21 +61,26 @@ There is NO WARRANTY, to the extent permitted by law.
 
 Written by David MacKenzie.
 """
-# (name, argument, key) in glibc's table order, which its ambiguity messages follow.
-_LONG = (("date", "req", "d"), ("debug", "no", "debug"), ("iso-8601", "opt", "I"),
-         ("rfc-email", "no", "R"), ("rfc-822", "no", "R"), ("rfc-2822", "no", "R"),
-         ("rfc-3339", "req", "rfc-3339"), ("set", "req", "s"), ("uct", "no", "u"),
-         ("utc", "no", "u"), ("universal", "no", "u"), ("help", "no", "help"),
-         ("version", "no", "version"))  # fmt: skip
-_SHORT = {"d": "req", "I": "opt", "R": "no", "s": "req", "u": "no"}
-
-
-class _Fail(Exception):
-    """Ends the command with exit status 1 and ``text`` on stderr."""
-
-    def __init__(self, message: str, *, usage: bool = False) -> None:
-        super().__init__(message)
-        self.text = f"date: {message}\n" + (_TRY if usage else "")
+# Long options as (name, argument, key) in glibc's table order, which its ambiguity messages
+# follow.
+_OPTIONS = Options(
+    long=(
+        ("date", "req", "d"),
+        ("debug", "no", "debug"),
+        ("iso-8601", "opt", "I"),
+        ("rfc-email", "no", "R"),
+        ("rfc-822", "no", "R"),
+        ("rfc-2822", "no", "R"),
+        ("rfc-3339", "req", "rfc-3339"),
+        ("set", "req", "s"),
+        ("uct", "no", "u"),
+        ("utc", "no", "u"),
+        ("universal", "no", "u"),
+        ("help", "no", "help"),
+        ("version", "no", "version"),
+    ),
+    short={"d": "req", "I": "opt", "R": "no", "s": "req", "u": "no"},
+)
 
 
 def run_date(args: list[str], now: datetime, *, tz: str | None = None) -> tuple[int, str, str]:
@@ -87,8 +92,8 @@ def run_date(args: list[str], now: datetime, *, tz: str | None = None) -> tuple[
     """
     try:
         return _run(args, now, tz)
-    except _Fail as failure:
-        return 1, "", failure.text
+    except Failure as failure:
+        return 1, "", failure.text("date")
 
 
 def _run(args: list[str], now: datetime, tz: str | None) -> tuple[int, str, str]:
@@ -97,7 +102,7 @@ def _run(args: list[str], now: datetime, tz: str | None) -> tuple[int, str, str]
     datestr: str | None = None
     setstr: str | None = None
     operands: list[str] = []
-    for key, value in _getopt(args, operands):
+    for key, value in _OPTIONS.parse(args, operands):
         new_format = None
         if key == "d":
             datestr = value
@@ -116,19 +121,19 @@ def _run(args: list[str], now: datetime, tz: str | None) -> tuple[int, str, str]
         # GNU dies at the second format option, before it reads any later option.
         if new_format is not None:
             if fmt is not None:
-                raise _Fail("multiple output formats specified")
+                raise Failure("multiple output formats specified")
             fmt = new_format
     if setstr is not None and datestr is not None:
-        raise _Fail("the options to print and set the time may not be used together", usage=True)
+        raise Failure("the options to print and set the time may not be used together", usage=True)
     if len(operands) > 1:
-        raise _Fail(f"extra operand {_quote(operands[1])}", usage=True)
+        raise Failure(f"extra operand {quote(operands[1])}", usage=True)
     if operands and operands[0].startswith("+"):
         if fmt is not None:
-            raise _Fail("multiple output formats specified")
+            raise Failure("multiple output formats specified")
         fmt = operands.pop()[1:]
     elif operands and (setstr is not None or datestr is not None):
-        raise _Fail(
-            f"the argument {_quote(operands[0])} lacks a leading '+';\n"
+        raise Failure(
+            f"the argument {quote(operands[0])} lacks a leading '+';\n"
             "when using an option to specify date(s), any non-option\n"
             "argument must be a format string beginning with '+'",
             usage=True,
@@ -145,64 +150,17 @@ def _run(args: list[str], now: datetime, tz: str | None) -> tuple[int, str, str]
         except ValueError:  # a number too long for int(): far out of time_t's range anyway
             when = None
     if when is None:
-        raise _Fail(f"invalid date {_quote(text or '')}")
+        raise Failure(f"invalid date {quote(text or '')}")
     sec, ns = divmod(when, _NS)
     try:
         local = (_EPOCH + timedelta(seconds=sec)).astimezone(zone)
     except OverflowError:
-        raise _Fail(f"time {_quote(str(sec))} is out of range") from None
+        raise Failure(f"time {quote(str(sec))} is out of range") from None
     out = _format(_DEFAULT_FORMAT if fmt is None else fmt, local, ns, sec) + "\n"
     if operands or setstr is not None:
         # GNU prints the date it failed to set; nothing inside a sandbox may set the clock.
         return 1, out, "date: cannot set date: Operation not permitted\n"
     return 0, out, ""
-
-
-def _getopt(args: list[str], operands: list[str]) -> Iterator[tuple[str, str | None]]:
-    """glibc ``getopt_long`` with permutation: yields options, collects operands."""
-    i = 0
-    while i < len(args):
-        arg, i = args[i], i + 1
-        if arg == "--":
-            operands.extend(args[i:])
-            return
-        if arg.startswith("--"):
-            name, eq, value = arg[2:].partition("=")
-            found = [o for o in _LONG if o[0] == name]
-            found = found or [o for o in _LONG if o[0].startswith(name)]
-            if not found:
-                raise _Fail(f"unrecognized option '{arg}'", usage=True)
-            # Prefixes shared only by synonyms (--u: uct, utc, universal) are not ambiguous.
-            rivals = [o for o in found[1:] if o[1:] != found[0][1:]]
-            if rivals:
-                names = "".join(f" '--{o[0]}'" for o in [found[0], *rivals])
-                raise _Fail(f"option '{arg}' is ambiguous; possibilities:{names}", usage=True)
-            long_name, kind, key = found[0]
-            if eq and kind == "no":
-                raise _Fail(f"option '--{long_name}' doesn't allow an argument", usage=True)
-            if kind == "req" and not eq:
-                if i == len(args):
-                    raise _Fail(f"option '--{long_name}' requires an argument", usage=True)
-                value, i = args[i], i + 1
-            yield key, value if eq or kind == "req" else None
-        elif arg.startswith("-") and arg != "-":
-            for j, char in enumerate(arg[1:], start=2):
-                kind = _SHORT.get(char, "")
-                if not kind:
-                    raise _Fail(f"invalid option -- '{char}'", usage=True)
-                if kind == "no":
-                    yield char, None
-                    continue
-                if j < len(arg) or kind == "opt":  # an optional argument must be attached
-                    yield char, arg[j:] or None
-                elif i < len(args):
-                    yield char, args[i]
-                    i += 1
-                else:
-                    raise _Fail(f"option requires an argument -- '{char}'", usage=True)
-                break
-        else:
-            operands.append(arg)
 
 
 def _argmatch(option: str, value: str, table: dict[str, str]) -> str:
@@ -212,25 +170,8 @@ def _argmatch(option: str, value: str, table: dict[str, str]) -> str:
         return found[0]
     problem = "ambiguous" if found else "invalid"
     valid = "\n".join(f"  - '{name}'" for name in table)
-    message = f"{problem} argument {_quote(value)} for '{option}'\nValid arguments are:\n{valid}"
-    raise _Fail(message, usage=True)
-
-
-_ESCAPES = {"\\": "\\\\", "'": "\\'", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
-            "\r": "\\r", "\t": "\\t", "\v": "\\v"}  # fmt: skip
-
-
-def _quote(text: str) -> str:
-    """gnulib ``quote`` in the C locale: apostrophes, C escapes for anything unprintable."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif " " <= char <= "~":
-            out.append(char)
-        else:
-            out.extend(f"\\{byte:03o}" for byte in char.encode("utf-8", "surrogateescape"))
-    return "'" + "".join(out) + "'"
+    message = f"{problem} argument {quote(value)} for '{option}'\nValid arguments are:\n{valid}"
+    raise Failure(message, usage=True)
 
 
 _POSIX_TZ = re.compile(r"([A-Za-z]{3,}|<[^>]*>)(?:([+-]?)(\d{1,2})(?::(\d\d))?(?::(\d\d))?)?")
