@@ -3,6 +3,7 @@ world rather than the host's or the interpreter's:
 
 * ``sleep``, ``timeout`` and ``date`` run on the fake's clock (a manual clock stops them);
 * ``stty``, ``tput``, ``uname`` and ``id`` describe the sandbox's terminal and image;
+* ``realpath`` follows the sandbox's symbolic links as GNU's does (the interpreter's does not);
 * ``curl`` and ``wget`` reach only responders a test registered (:mod:`fake_server.network`);
 * ``__fake_*`` helpers give ``read``, ``cat`` and the other stdin readers a managed process's
   live stdin and feed an ``/exec``'s stdin (the shell's prelude calls them; scripts never need to);
@@ -30,6 +31,7 @@ import bashkit
 
 from fake_server.curl_command import curl
 from fake_server.date_command import run_date
+from fake_server.realpath_command import run_realpath
 from fake_server.shell import reads_commands
 from fake_server.stdin_readers import reads_stdin
 from fake_server.streams import StdinReader
@@ -147,6 +149,7 @@ class SandboxCommands:
         return {
             "sleep": self._sleep,
             "date": self._date,
+            "realpath": self._realpath,
             "uname": self._uname,
             "id": _id,
             "stty": self._stty,
@@ -289,6 +292,12 @@ class SandboxCommands:
             if flag in wanted or every or (not wanted and flag == "s")
         ]
         return bashkit.BuiltinResult(stdout=" ".join(fields) + "\n")
+
+    async def _realpath(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        # A coroutine, though it never waits: a plain builtin that reads the filesystem (any
+        # tree) breaks bashkit 0.20.1's callbacks now and then ("cannot enter context").
+        status, out, err = run_realpath(list(ctx.argv), ctx.cwd, ctx.fs)
+        return bashkit.BuiltinResult(stdout=out, stderr=err, exit_code=status)
 
     def _stty(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         terminal = self.run.invocation.terminal

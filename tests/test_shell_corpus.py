@@ -39,7 +39,6 @@ MANAGED = (*PROCESS, *REPL)
 
 # Why the fake answers otherwise than bash: the interpreter's own bugs (bashkit 0.20.1, each
 # seen with a bare ``bashkit.Bash()`` too), and what docs/shell.md lists as unlike bash.
-_REALPATH = "bashkit: realpath ignores --relative-to (prints the absolute path)"
 _UMASK = "bashkit: umask is not applied to new files (always 644)"
 _EXPANSION_ERROR = (
     "bashkit: set -u on an unset variable, or ${v:?}, exits 1, not 127 (as bash -s does)"
@@ -102,7 +101,6 @@ _FILE_COLUMNS = "bashkit: file does not pad several names to one column (`e:    
 _STAT_EMPTY = "bashkit: stat %F says `regular file` of an empty file (GNU: `regular empty file`)"
 #: (corpus entry, modes) -> why the fake answers otherwise than bash there.
 KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
-    ("sync-realpath", EVERY_WAY): _REALPATH,
     ("sync-lease-file", EVERY_WAY): _UMASK,
     ("misc-umask", EVERY_WAY): _UMASK,
     ("strict-nounset", SCRIPT): _EXPANSION_ERROR,
