@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import bashkit
 
 from fake_server.gathering import Gathering, Parse, parse_of
-from fake_server.stdin_readers import PIPED_READ, READ_FUNCTION, WRAPPER_PREFIX, aliases
+from fake_server.live_input import PIPED_READ, READ_FUNCTION, WRAPPER_PREFIX, aliases
 
 if TYPE_CHECKING:
     from fake_server.shell import Interpreter, Run, Shell
@@ -48,7 +48,7 @@ _TRAP = "__fake_repl_trap"
 #: status, the EXIT trap, which it would otherwise run now). Its trace goes nowhere.
 _TRAILER = f"{{ {_STATUS}=$? {_TRAP}=$(trap -p EXIT); trap - EXIT; }} 2>/dev/null\n"
 #: Ahead of a command that pipes into ``read``: the interpreter's own ``read`` for it, as a
-#: script with one gets (see :data:`~fake_server.stdin_readers.PIPED_READ`); the live-input
+#: script with one gets (see :data:`~fake_server.live_input.PIPED_READ`); the live-input
 #: one is defined again after the command's trailer.
 _BUILTIN_READ = "unset -f read"
 #: How the interpreter names the options in effect at the end of a script: ``set``'s by their

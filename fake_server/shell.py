@@ -9,7 +9,7 @@ loops, functions, here-documents, ``&``/``wait``...) and ~160 commands; the fake
 that must follow *its* world (see :mod:`fake_server.sandbox_commands`): ``sleep``, ``timeout``
 and ``date`` on the fake's clock, ``stty``/``tput`` for PTYs, ``uname``, ``curl``/``wget``
 against responders a test registers, a managed process's live stdin for ``read``, ``cat`` and
-the other commands that read stdin (:mod:`fake_server.stdin_readers`), and commands users
+the other commands that read stdin (:mod:`fake_server.live_input`), and commands users
 register (:class:`CommandRegistry`).
 
 Example:
@@ -50,20 +50,14 @@ from typing import Any  # noqa: E402
 
 import bashkit  # noqa: E402
 
+from fake_server import live_input  # noqa: E402
 from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.network import Network  # noqa: E402
 from fake_server.repl import repl  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
-from fake_server.stdin_readers import (  # noqa: E402
-    PIPED_READ,
-    READ_FUNCTION,
-    STDIN_READERS,
-    WRAPPER_PREFIX,
-    aliases,
-    wrappers,
-)
+from fake_server.stdin_readers import STDIN_READERS  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -106,8 +100,6 @@ _FEED_STDIN = "exec < <(__fake_stdin); "
 #: No stdin at all: an empty one, as ``/dev/null`` is a real command's (bashkit 0.20.1's ``wc``
 #: with no stdin prints nothing, where ``wc -l < /dev/null`` prints ``0``).
 _NO_STDIN = "exec < /dev/null; "
-#: Builtins that read stdin into an array: a managed process's live input reaches them too.
-_ARRAY_READERS = ("mapfile", "readarray")
 #: The environment every command starts with (the sandbox's envs and the request's on top).
 BASE_ENV = {
     "HOME": "/root",
@@ -562,7 +554,7 @@ class Shell:
         invocation = run.invocation
         interpreter = self.interpreter(run, cwd=invocation.cwd, env=env, depth=0)
         if plan.repl:
-            prelude = self._stdin_prelude()
+            prelude = live_input.prelude(self.registry.names())
             if invocation.terminal is not None:
                 prelude = _MERGE_STREAMS + prelude
             return await repl(self, run, interpreter, prelude)
@@ -592,7 +584,7 @@ class Shell:
         if live:
             # A run of its own in the same interpreter, ahead of the script: an alias applies
             # only from the next line read, and the script's line numbers stay its own.
-            prelude = self._stdin_prelude(script)
+            prelude = live_input.prelude(self.registry.names(), script)
             await self.execute(run, interpreter, prelude, stdout=stdout, stderr=stderr)
         elif has_input:
             script = _FEED_STDIN + script
@@ -601,37 +593,6 @@ class Shell:
         if run.invocation.terminal is not None:
             script = _MERGE_STREAMS + script
         return await self.execute(run, interpreter, script, stdout=stdout, stderr=stderr)
-
-    def _stdin_prelude(self, script: str | None = None) -> str:
-        """Functions that hand a managed process's live stdin to ``read``, ``mapfile``, the
-        commands that read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`) and the
-        registered commands when they read the process's own stdin (not a pipe or a file); the
-        latter two through aliases of their names (see
-        :data:`~fake_server.stdin_readers.WRAPPER_PREFIX`). No ``read`` function for a
-        ``script`` that pipes into ``read`` (see :data:`~fake_server.stdin_readers.PIPED_READ`)."""
-        registered = self.registry.names()
-        lines = wrappers(skip=registered)
-        if script is None or not PIPED_READ.search(script):
-            lines.append(READ_FUNCTION)
-        # mapfile and readarray fill a variable, so they cannot sit at the end of a pipe (a
-        # subshell): they read the input to its end through a redirection instead.
-        for name in _ARRAY_READERS:
-            lines.append(
-                f'{name}() {{ if __fake_stdin_is_process "$@"; then builtin {name} "$@"'
-                f' < <(__fake_cat); else builtin {name} "$@"; fi; }}'
-            )
-        # The fake's own commands that read the process's input themselves when told so (a
-        # registered command's ctx.stdin; timeout's command). Named, not run through `command`,
-        # which makes the interpreter hold the output until the end.
-        flagged = [*registered, "timeout"]
-        for name in flagged:
-            lines.append(
-                f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
-                f' __FAKE_LIVE_STDIN=1 {name} "$@"; else {name} "$@"; fi; }}'
-            )
-        readers = [name for name in STDIN_READERS if name not in registered]
-        lines += aliases([*readers, *flagged])
-        return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)

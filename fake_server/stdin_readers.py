@@ -1,7 +1,7 @@
 """Which commands read their stdin, told from their arguments as the GNU tools tell it.
 
 A managed process's live stdin reaches a command only through the fake (see
-:meth:`fake_server.shell.Shell._stdin_prelude`): bash functions hand it to the commands in
+:mod:`fake_server.live_input`): bash functions hand it to the commands in
 :data:`STDIN_READERS` when the caller reads the process's own stdin *and* the command would read
 its stdin at all. That second half is decided here, from the arguments alone: ``wc -c`` reads
 stdin, ``wc -c /etc/hostname`` does not (it must not wait for input that it will never read),
@@ -9,7 +9,7 @@ stdin, ``wc -c /etc/hostname`` does not (it must not wait for input that it will
 operands.
 
 One table (:data:`STDIN_READERS`) holds what each command's options mean; :func:`reads_stdin`
-reads argv against it, and :func:`wrappers` writes the bash functions that ask it. A command the
+reads argv against it, for the bash functions that ask it. A command the
 table does not know, or arguments it cannot place, get the answer "does not read stdin": the
 command then runs as it always did, instead of waiting for input it may never read.
 
@@ -22,23 +22,11 @@ from __future__ import annotations
 
 import enum
 import re
-import shlex
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-__all__ = [
-    "LIVE_MARK",
-    "PIPED_READ",
-    "READ_FUNCTION",
-    "STDIN_READERS",
-    "WRAPPER_PREFIX",
-    "Effect",
-    "Syntax",
-    "aliases",
-    "reads_stdin",
-    "wrappers",
-]
+__all__ = ["STDIN_READERS", "Effect", "Syntax", "reads_stdin"]
 
 #: An awk operand ``NAME=value`` assigns a variable; it is not a file.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -451,90 +439,3 @@ class _Reading:
         if not files:
             return not self.recursive
         return not _STDIN_NAMES.isdisjoint(files)
-
-
-#: What a wrapper is called: not its command's name, which an alias maps to it. bashkit 0.20.1
-#: hands a function named ``cat``, ``grep`` or ``tr`` at the end of a pipe no input at all when
-#: the pipe starts with a group, a function, a subshell or a builtin such as ``seq`` or ``cat``
-#: (``seq 3 | grep 2`` printed nothing in a managed process).
-WRAPPER_PREFIX = "__fake_live_"
-#: A shell variable set (never exported) where the wrappers are defined: see :func:`aliases`.
-LIVE_MARK = "__fake_live"
-#: What every wrapper runs: the command fed by the process's live input when it would read it there
-#: (through a redirection: behind a pipe from the fake's ``__fake_cat``, bashkit 0.20.1's
-#: ``/dev/stdin`` reads nothing), else the command unchanged. One shared function keeps the
-#: wrappers short: the prelude is parsed at every process start. ``"$@"`` names the command itself
-#: (no function has its name), never through ``command``: for ``command NAME`` (or ``builtin``, or
-#: a path) the interpreter holds the whole output and hands it over at the end, so a follower saw
-#: nothing until then, each 4 KiB of it cost ~17 us more, and past 32 MB the run failed.
-_RUNNER = '__fake_run() { if __fake_feeds "$@"; then "$@" < <(__fake_cat); else "$@"; fi; }'
-#: A plain ``cat`` streams the input as it comes (``__fake_cat`` is a cat); with options or files
-#: it gets the input through a redirection, as every other reader does. A quoted ``\cat`` is never
-#: an alias.
-_CAT = (
-    f'{WRAPPER_PREFIX}cat() {{ if __fake_feeds cat "$@"; then if [ $# -eq 0 ] || [ "$*" = - ];'
-    ' then __fake_cat; else \\cat "$@" < <(__fake_cat); fi; else \\cat "$@"; fi; }'
-)
-
-
-#: The live-input ``read``: the process's next line when it reads the process's own stdin, the
-#: builtin otherwise.
-READ_FUNCTION = (
-    'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
-    ' __fake_line=$(__fake_read "$@"); __fake_status=$?;'
-    ' builtin read "$@" <<<"$__fake_line"; return $__fake_status;'
-    ' else builtin read "$@"; fi; }'
-)
-#: A pipe into ``read`` (``cmd | while IFS= read -r line``, ``cmd | { read a; read b; }``): a
-#: script (and each command of an interactive shell) with one gets the interpreter's own
-#: ``read``, not :data:`READ_FUNCTION`: bashkit 0.20.1 loses all but the first line of a pipe
-#: behind a function named ``read`` when ``cmd`` writes in pieces (a function, a group, ``seq``,
-#: ``cat``, the fake's own wrappers).
-PIPED_READ = re.compile(
-    r"(?<!\|)\|(?!\|)&?\s*[({]?\s*(?:(?:while|until)\s+(?:!\s*)?)?(?:IFS=\S*\s+)?read\b"
-)
-
-
-def wrappers(skip: Container[str] = ()) -> list[str]:
-    """The bash functions that feed the commands of :data:`STDIN_READERS` (but those in
-    ``skip``) a managed process's live input when they would read it as their stdin: each
-    (``__fake_live_NAME``, which an alias ``NAME`` calls) asks ``__fake_feeds NAME ARGS...``
-    (the caller reads the process's own stdin and :func:`reads_stdin` says yes), then runs
-    ``NAME ARGS... < <(__fake_cat)``, or the command unchanged.
-
-    Example:
-        >>> functions = wrappers(skip={"cat"})
-        >>> functions[1]
-        '__fake_live_wc() { __fake_run wc "$@"; }'
-        >>> any(function.startswith("__fake_live_cat()") for function in functions)
-        False
-    """
-    functions = [_RUNNER]
-    for name in STDIN_READERS:
-        if name in skip:
-            continue
-        functions.append(
-            _CAT if name == "cat" else f'{WRAPPER_PREFIX}{name}() {{ __fake_run {name} "$@"; }}'
-        )
-    return functions
-
-
-def aliases(names: Iterable[str]) -> list[str]:
-    """The lines that make each of ``names`` call its wrapper (``__fake_live_NAME``) in the
-    shell that runs a managed process's script, and the plain command in a shell it starts
-    (``bash -c``, ``sh -c``, ``find -exec sh -c``). They apply from the next line the
-    interpreter reads, so they go ahead of a script, not on its first line.
-
-    bashkit 0.20.1 hands a nested ``bash -c`` the aliases, not the functions: an alias of the
-    wrapper itself made ``sh -c 'grep x f'`` "command not found". So each alias names its
-    wrapper through :data:`LIVE_MARK`, a variable set here and not exported, which a nested
-    shell does not have: there the alias yields the command's own name.
-
-    Example:
-        >>> aliases(["cat"])[1:]
-        ['__fake_live=1', "alias 'cat=${__fake_live:+__fake_live_}cat'"]
-    """
-    pairs = " ".join(
-        shlex.quote(f"{name}=${{{LIVE_MARK}:+{WRAPPER_PREFIX}}}{name}") for name in names
-    )
-    return ["shopt -s expand_aliases", f"{LIVE_MARK}=1", f"alias {pairs}"]

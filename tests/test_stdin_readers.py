@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fake_server.stdin_readers import (
-    STDIN_READERS,
-    WRAPPER_PREFIX,
-    Effect,
-    Syntax,
-    reads_stdin,
-    wrappers,
-)
+from fake_server.live_input import WRAPPER_PREFIX, wrappers
+from fake_server.stdin_readers import STDIN_READERS, Effect, Syntax, reads_stdin
 
 
 def cases(*lines: str) -> list[tuple[str, list[str]]]:

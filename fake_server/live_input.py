@@ -1,0 +1,155 @@
+"""A managed process's live input: the bash functions and aliases (its *prelude*) that hand
+what ``POST …/input`` sends to ``read``, ``mapfile``, ``cat`` and the other commands that read
+stdin, when they would read the process's own stdin (:mod:`fake_server.stdin_readers` tells
+which, from their arguments).
+
+The prelude runs in the process's interpreter ahead of its script, in a run of its own: an
+alias applies only from the next line the interpreter reads.
+
+Example::
+
+    await shell.execute(run, interpreter, prelude(shell.registry.names(), script))
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Collection, Container, Iterable
+
+from fake_server.stdin_readers import STDIN_READERS
+
+__all__ = [
+    "LIVE_MARK",
+    "PIPED_READ",
+    "READ_FUNCTION",
+    "WRAPPER_PREFIX",
+    "aliases",
+    "prelude",
+    "wrappers",
+]
+
+#: Builtins that read stdin into an array: a managed process's live input reaches them too.
+_ARRAY_READERS = ("mapfile", "readarray")
+#: The live-input ``read``: the process's next line when it reads the process's own stdin, the
+#: builtin otherwise.
+READ_FUNCTION = (
+    'read() { if __fake_stdin_is_process "$@"; then local __fake_line __fake_status;'
+    ' __fake_line=$(__fake_read "$@"); __fake_status=$?;'
+    ' builtin read "$@" <<<"$__fake_line"; return $__fake_status;'
+    ' else builtin read "$@"; fi; }'
+)
+#: A pipe into ``read`` (``cmd | while IFS= read -r line``, ``cmd | { read a; read b; }``): a
+#: script (and each command of an interactive shell) with one gets the interpreter's own
+#: ``read``, not :data:`READ_FUNCTION`: bashkit 0.20.1 loses all but the first line of a pipe
+#: behind a function named ``read`` when ``cmd`` writes in pieces (a function, a group, ``seq``,
+#: ``cat``, the fake's own wrappers).
+PIPED_READ = re.compile(
+    r"(?<!\|)\|(?!\|)&?\s*[({]?\s*(?:(?:while|until)\s+(?:!\s*)?)?(?:IFS=\S*\s+)?read\b"
+)
+#: What a wrapper is called: not its command's name, which an alias maps to it. bashkit 0.20.1
+#: hands a function named ``cat``, ``grep`` or ``tr`` at the end of a pipe no input at all when
+#: the pipe starts with a group, a function, a subshell or a builtin such as ``seq`` or ``cat``
+#: (``seq 3 | grep 2`` printed nothing in a managed process).
+WRAPPER_PREFIX = "__fake_live_"
+#: A shell variable set (never exported) where the wrappers are defined: see :func:`aliases`.
+LIVE_MARK = "__fake_live"
+#: What every wrapper runs: the command fed by the process's live input when it would read it there
+#: (through a redirection: behind a pipe from the fake's ``__fake_cat``, bashkit 0.20.1's
+#: ``/dev/stdin`` reads nothing), else the command unchanged. One shared function keeps the
+#: wrappers short: the prelude is parsed at every process start. ``"$@"`` names the command itself
+#: (no function has its name), never through ``command``: for ``command NAME`` (or ``builtin``, or
+#: a path) the interpreter holds the whole output and hands it over at the end, so a follower saw
+#: nothing until then, each 4 KiB of it cost ~17 us more, and past 32 MB the run failed.
+_RUNNER = '__fake_run() { if __fake_feeds "$@"; then "$@" < <(__fake_cat); else "$@"; fi; }'
+#: A plain ``cat`` streams the input as it comes (``__fake_cat`` is a cat); with options or files
+#: it gets the input through a redirection, as every other reader does. A quoted ``\cat`` is never
+#: an alias.
+_CAT = (
+    f'{WRAPPER_PREFIX}cat() {{ if __fake_feeds cat "$@"; then if [ $# -eq 0 ] || [ "$*" = - ];'
+    ' then __fake_cat; else \\cat "$@" < <(__fake_cat); fi; else \\cat "$@"; fi; }'
+)
+
+
+def wrappers(skip: Container[str] = ()) -> list[str]:
+    """The bash functions that feed the commands of
+    :data:`~fake_server.stdin_readers.STDIN_READERS` (but those in
+    ``skip``) a managed process's live input when they would read it as their stdin: each
+    (``__fake_live_NAME``, which an alias ``NAME`` calls) asks ``__fake_feeds NAME ARGS...``
+    (the caller reads the process's own stdin and
+    :func:`~fake_server.stdin_readers.reads_stdin` says yes), then runs
+    ``NAME ARGS... < <(__fake_cat)``, or the command unchanged.
+
+    Example:
+        >>> functions = wrappers(skip={"cat"})
+        >>> functions[1]
+        '__fake_live_wc() { __fake_run wc "$@"; }'
+        >>> any(function.startswith("__fake_live_cat()") for function in functions)
+        False
+    """
+    functions = [_RUNNER]
+    for name in STDIN_READERS:
+        if name in skip:
+            continue
+        functions.append(
+            _CAT if name == "cat" else f'{WRAPPER_PREFIX}{name}() {{ __fake_run {name} "$@"; }}'
+        )
+    return functions
+
+
+def aliases(names: Iterable[str]) -> list[str]:
+    """The lines that make each of ``names`` call its wrapper (``__fake_live_NAME``) in the
+    shell that runs a managed process's script, and the plain command in a shell it starts
+    (``bash -c``, ``sh -c``, ``find -exec sh -c``). They apply from the next line the
+    interpreter reads, so they go ahead of a script, not on its first line.
+
+    bashkit 0.20.1 hands a nested ``bash -c`` the aliases, not the functions: an alias of the
+    wrapper itself made ``sh -c 'grep x f'`` "command not found". So each alias names its
+    wrapper through :data:`LIVE_MARK`, a variable set here and not exported, which a nested
+    shell does not have: there the alias yields the command's own name.
+
+    Example:
+        >>> aliases(["cat"])[1:]
+        ['__fake_live=1', "alias 'cat=${__fake_live:+__fake_live_}cat'"]
+    """
+    pairs = " ".join(
+        shlex.quote(f"{name}=${{{LIVE_MARK}:+{WRAPPER_PREFIX}}}{name}") for name in names
+    )
+    return ["shopt -s expand_aliases", f"{LIVE_MARK}=1", f"alias {pairs}"]
+
+
+def prelude(registered: Collection[str], script: str | None = None) -> str:
+    """What a managed process runs ahead of its ``script`` (None: an interactive shell's
+    commands): functions that hand its live stdin to ``read``, ``mapfile``, the commands that
+    read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`) and the ``registered``
+    commands when they read the process's own stdin (not a pipe or a file); the latter two
+    through aliases of their names (see :data:`WRAPPER_PREFIX`). No ``read`` function for a
+    ``script`` that pipes into ``read`` (see :data:`PIPED_READ`).
+
+    Example:
+        >>> text = prelude(["python3"], "read -r x")
+        >>> "read() {" in text, "'python3=${__fake_live:+__fake_live_}python3'" in text
+        (True, True)
+    """
+    lines = wrappers(skip=registered)
+    if script is None or not PIPED_READ.search(script):
+        lines.append(READ_FUNCTION)
+    # mapfile and readarray fill a variable, so they cannot sit at the end of a pipe (a
+    # subshell): they read the input to its end through a redirection instead.
+    for name in _ARRAY_READERS:
+        lines.append(
+            f'{name}() {{ if __fake_stdin_is_process "$@"; then builtin {name} "$@"'
+            f' < <(__fake_cat); else builtin {name} "$@"; fi; }}'
+        )
+    # The fake's own commands that read the process's input themselves when told so (a
+    # registered command's ctx.stdin; timeout's command). Named, not run through `command`,
+    # which makes the interpreter hold the output until the end.
+    flagged = [*registered, "timeout"]
+    for name in flagged:
+        lines.append(
+            f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
+            f' __FAKE_LIVE_STDIN=1 {name} "$@"; else {name} "$@"; fi; }}'
+        )
+    readers = [name for name in STDIN_READERS if name not in registered]
+    lines += aliases([*readers, *flagged])
+    return "\n".join(lines) + "\n"
