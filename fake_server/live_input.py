@@ -17,9 +17,10 @@ import re
 import shlex
 from collections.abc import Collection, Container, Iterable
 
-from fake_server.stdin_readers import STDIN_READERS
+from fake_server.stdin_readers import RUNNERS, STDIN_READERS
 
 __all__ = [
+    "FED",
     "LIVE_MARK",
     "PIPED_READ",
     "READ_FUNCTION",
@@ -47,6 +48,9 @@ READ_FUNCTION = (
 PIPED_READ = re.compile(
     r"(?<!\|)\|(?!\|)&?\s*[({]?\s*(?:(?:while|until)\s+(?:!\s*)?)?(?:IFS=\S*\s+)?read\b"
 )
+#: The commands a wrapper feeds: those that read stdin, and those that run one (``env cat``,
+#: ``command cat``).
+FED = (*STDIN_READERS, *RUNNERS)
 #: What a wrapper is called: not its command's name, which an alias maps to it. bashkit 0.20.1
 #: hands a function named ``cat``, ``grep`` or ``tr`` at the end of a pipe no input at all when
 #: the pipe starts with a group, a function, a subshell or a builtin such as ``seq`` or ``cat``
@@ -72,9 +76,8 @@ _CAT = (
 
 
 def wrappers(skip: Container[str] = ()) -> list[str]:
-    """The bash functions that feed the commands of
-    :data:`~fake_server.stdin_readers.STDIN_READERS` (but those in
-    ``skip``) a managed process's live input when they would read it as their stdin: each
+    """The bash functions that feed the commands of :data:`FED` (but those in ``skip``) a
+    managed process's live input when they would read it as their stdin: each
     (``__fake_live_NAME``, which an alias ``NAME`` calls) asks ``__fake_feeds NAME ARGS...``
     (the caller reads the process's own stdin and
     :func:`~fake_server.stdin_readers.reads_stdin` says yes), then runs
@@ -88,7 +91,7 @@ def wrappers(skip: Container[str] = ()) -> list[str]:
         False
     """
     functions = [_RUNNER]
-    for name in STDIN_READERS:
+    for name in FED:
         if name in skip:
             continue
         functions.append(
@@ -150,6 +153,6 @@ def prelude(registered: Collection[str], script: str | None = None) -> str:
             f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
             f' __FAKE_LIVE_STDIN=1 {name} "$@"; else {name} "$@"; fi; }}'
         )
-    readers = [name for name in STDIN_READERS if name not in registered]
+    readers = [name for name in FED if name not in registered]
     lines += aliases([*readers, *flagged])
     return "\n".join(lines) + "\n"

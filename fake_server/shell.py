@@ -57,7 +57,6 @@ from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # 
 from fake_server.network import Network  # noqa: E402
 from fake_server.repl import repl  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
-from fake_server.stdin_readers import STDIN_READERS  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
 
 __all__ = [
@@ -651,7 +650,7 @@ def _program(cmd: str) -> str:
     name: the live-input wrappers are called by aliases of the bare names, so
     ``{"cmd": "/bin/cat"}`` would otherwise read EOF at once."""
     directory, name = posixpath.split(cmd)
-    return name if directory in PROGRAM_DIRS and name in STDIN_READERS else cmd
+    return name if directory in PROGRAM_DIRS and name in live_input.FED else cmd
 
 
 async def _awaitable(value: Any) -> Any:

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-__all__ = ["STDIN_READERS", "Effect", "Syntax", "reads_stdin"]
+__all__ = ["RUNNERS", "STDIN_READERS", "Effect", "Runner", "Syntax", "reads_stdin"]
 
 #: An awk operand ``NAME=value`` assigns a variable; it is not a file.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -301,11 +301,69 @@ STDIN_READERS: Mapping[str, Syntax] = {
 }
 
 
+@dataclass(frozen=True)
+class Runner:
+    """A command that runs the command its operands name (``env A=1 cat``, ``command cat``),
+    which gets its stdin: it reads stdin when that command does.
+
+    Example:
+        >>> Runner(values="u").command(["-u", "HOME", "cat", "-n"])
+        ['cat', '-n']
+    """
+
+    #: Short options that take a value, attached or as the next argument (``env -u NAME``).
+    values: str = ""
+    #: Long options that take a value, after ``=`` or as the next argument.
+    long_values: AbstractSet[str] = frozenset()
+    #: Options after which it runs nothing (``command -v``), or that make the command's argv
+    #: something the table cannot read (``env -S STRING`` splits STRING into it).
+    no_command: AbstractSet[str] = frozenset()
+    #: ``NAME=value`` operands (and a lone ``-``) come before the command (env).
+    assignments: bool = False
+
+    def command(self, args: Sequence[str]) -> list[str] | None:
+        """The argv of the command it runs, or None when it runs none that can be told."""
+        rest = list(args)
+        while rest and rest[0].startswith("-") and rest[0] != "-":
+            option = rest.pop(0)
+            if option == "--":
+                break
+            name, equals, _ = option.partition("=")
+            if option.startswith("--"):
+                if name in self.no_command or name in ("--help", "--version"):
+                    return None
+                if name in self.long_values and not equals and rest:
+                    rest.pop(0)
+                continue
+            for position, letter in enumerate(option[1:], start=2):
+                if f"-{letter}" in self.no_command:
+                    return None
+                if letter in self.values:
+                    if position == len(option) and rest:
+                        rest.pop(0)
+                    break
+        while self.assignments and rest and (rest[0] == "-" or _ASSIGNMENT.match(rest[0])):
+            rest.pop(0)
+        return rest or None
+
+
+#: Commands that run another one on the same stdin, by name.
+RUNNERS: Mapping[str, Runner] = {
+    "command": Runner(no_command={"-v", "-V"}),
+    "env": Runner(
+        values="uCS",
+        long_values={"--unset", "--chdir", "--split-string"},
+        no_command={"-S", "--split-string", "--list-signal-handling"},
+        assignments=True,
+    ),
+}
+
+
 def reads_stdin(name: str, args: Sequence[str]) -> bool:
     """Whether command ``name`` run with ``args`` reads its stdin: when it has no file operand,
-    or one of them is ``-`` or ``/dev/stdin``. False for commands outside
-    :data:`STDIN_READERS`, and when the command stops before reading (``--help``, a missing
-    pattern).
+    or one of them is ``-`` or ``/dev/stdin``; for one of :data:`RUNNERS`, when the command it
+    runs does. False for commands outside :data:`STDIN_READERS`, and when the command stops
+    before reading (``--help``, a missing pattern).
 
     Example:
         >>> reads_stdin("grep", ["-n", "foo"]), reads_stdin("grep", ["foo", "/etc/hostname"])
@@ -316,7 +374,13 @@ def reads_stdin(name: str, args: Sequence[str]) -> bool:
         (True, False)
         >>> reads_stdin("tee", ["/tmp/copy"]), reads_stdin("ls", [])
         (True, False)
+        >>> reads_stdin("env", ["A=1", "wc", "-l"]), reads_stdin("command", ["-v", "wc"])
+        (True, False)
     """
+    runner = RUNNERS.get(name)
+    if runner is not None:
+        command = runner.command(args)
+        return command is not None and reads_stdin(command[0], command[1:])
     syntax = STDIN_READERS.get(name)
     if syntax is None:
         return False

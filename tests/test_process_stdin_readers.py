@@ -42,6 +42,12 @@ READERS: list[tuple[str, Callable[[bytes], bytes]]] = [
     # bashkit 0.20.1's /dev/stdin reads nothing.
     ("wc -c /dev/stdin", lambda data: f"{len(data)} /dev/stdin\n".encode()),
     ("cat /dev/stdin", lambda data: data),
+    # Run by a command that runs another on the same stdin.
+    ("command cat", lambda data: data),
+    ("command -p sort", lambda data: b"".join(sorted(lines(data)))),
+    ("env cat", lambda data: data),
+    ("env -u HOME LC_ALL=C wc -l", lambda data: b"%d\n" % len(lines(data))),
+    ("env command tr a-z A-Z", lambda data: data.upper()),
 ]
 
 
@@ -101,6 +107,19 @@ async def test_a_command_given_a_file_does_not_wait_for_stdin(
     out = follower.output("stdout").split(b"\n")
     assert out[0] == b"1"
     assert out[1].endswith(b" /etc/os-release")
+
+
+async def test_a_runner_that_runs_no_reader_does_not_wait_for_stdin(
+    aiohttp_client: ClientFactory,
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    script = "command -v cat; env -i A=1 env; command echo hi; env true && echo ok"
+    base = await start_script(client, sandbox_id, script)
+    done = await wait_exit(client, base)  # stdin is never closed
+    assert (done["state"], done["exit_code"]) == ("exited", 0)
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    assert follower.output("stdout") == b"/usr/bin/cat\nA=1\nhi\nok\n"
 
 
 async def test_a_pipe_or_a_redirection_wins_over_the_process_stdin(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_server.live_input import WRAPPER_PREFIX, wrappers
+from fake_server.live_input import FED, WRAPPER_PREFIX, wrappers
 from fake_server.stdin_readers import STDIN_READERS, Effect, Syntax, reads_stdin
 
 
@@ -292,6 +292,35 @@ def test_xxd_options_are_words() -> None:
 # -- the table and the functions made from it ----------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("command cat", True),
+        ("command -p wc -l", True),
+        ("command cat /etc/hostname", False),
+        ("command -v cat", False),
+        ("command -pV cat", False),
+        ("command ls", False),
+        ("command", False),
+        ("env cat", True),
+        ("env A=1 B=2 sort -r", True),
+        ("env -i - A=1 cat -n", True),
+        ("env -u HOME -uPATH --unset LANG --chdir /tmp cat", True),
+        ("env -C /tmp -- cat", True),
+        ("env command env tr a b", True),
+        ("env cat notes", False),
+        ("env A=1", False),
+        ("env", False),
+        ("env -S cat", False),
+        ("env --split-string=cat", False),
+        ("env --help cat", False),
+    ],
+)
+def test_a_runner_reads_stdin_when_its_command_does(line: str, expected: bool) -> None:
+    name, *args = line.split()
+    assert reads_stdin(name, args) is expected
+
+
 def test_the_table_covers_the_common_stdin_readers() -> None:
     expected = {"wc", "sort", "uniq", "head", "tail", "cut", "tr", "tee", "grep", "sed", "awk"}
     expected |= {"jq", "xargs", "base64", "sha256sum", "sha1sum", "md5sum", "cksum", "tac"}
@@ -309,7 +338,7 @@ def test_wrappers_skip_registered_names_and_share_one_runner() -> None:
     functions = wrappers(skip={"jq", "cat"})
     names = [function.split("(", 1)[0] for function in functions]
     assert names[0] == "__fake_run"
-    assert set(names[1:]) == {WRAPPER_PREFIX + name for name in STDIN_READERS} - {
+    assert set(names[1:]) == {WRAPPER_PREFIX + name for name in FED} - {
         WRAPPER_PREFIX + "jq",
         WRAPPER_PREFIX + "cat",
     }
