@@ -13,10 +13,12 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Collection, Container, Iterable
 
+from fake_server.filesystem import PROGRAM_DIRS, programs
 from fake_server.stdin_readers import RUNNERS, STDIN_READERS
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "READ_FUNCTION",
     "WRAPPER_PREFIX",
     "aliases",
+    "by_path",
     "prelude",
     "wrappers",
 ]
@@ -100,6 +103,28 @@ def wrappers(skip: Container[str] = ()) -> list[str]:
     return functions
 
 
+def by_path(names: Iterable[str]) -> list[str]:
+    """The bash functions that make each of ``names`` that is a program (``/bin/cat``,
+    ``/usr/bin/cat``) call its wrapper when run by its path, which no alias can name: bash
+    (outside its POSIX mode) looks a name with a slash up among the functions too.
+
+    Example:
+        >>> by_path(["cat", "command"])
+        ['/bin/cat() { __fake_live_cat "$@"; }', '/usr/bin/cat() { __fake_live_cat "$@"; }']
+    """
+    return [
+        f'{directory}/{name}() {{ {WRAPPER_PREFIX}{name} "$@"; }}'
+        for name in names
+        if name in _program_names()
+        for directory in PROGRAM_DIRS
+    ]
+
+
+@functools.cache
+def _program_names() -> frozenset[str]:
+    return frozenset(entry["name"] for entry in programs().read_dir("/"))
+
+
 def aliases(names: Iterable[str]) -> list[str]:
     """The lines that make each of ``names`` call its wrapper (``__fake_live_NAME``) in the
     shell that runs a managed process's script, and the plain command in a shell it starts
@@ -126,8 +151,8 @@ def prelude(registered: Collection[str], script: str | None = None) -> str:
     commands): functions that hand its live stdin to ``read``, ``mapfile``, the commands that
     read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`) and the ``registered``
     commands when they read the process's own stdin (not a pipe or a file); the latter two
-    through aliases of their names (see :data:`WRAPPER_PREFIX`). No ``read`` function for a
-    ``script`` that pipes into ``read`` (see :data:`PIPED_READ`).
+    through aliases of their names (see :data:`WRAPPER_PREFIX`) and functions of their paths.
+    No ``read`` function for a ``script`` that pipes into ``read`` (see :data:`PIPED_READ`).
 
     Example:
         >>> text = prelude(["python3"], "read -r x")
@@ -154,5 +179,6 @@ def prelude(registered: Collection[str], script: str | None = None) -> str:
             f' __FAKE_LIVE_STDIN=1 {name} "$@"; else {name} "$@"; fi; }}'
         )
     readers = [name for name in FED if name not in registered]
+    lines += by_path([*readers, *flagged])
     lines += aliases([*readers, *flagged])
     return "\n".join(lines) + "\n"

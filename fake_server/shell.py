@@ -646,9 +646,9 @@ def reads_commands(cmd: str, args: list[str]) -> bool:
 
 
 def _program(cmd: str) -> str:
-    """A stdin reader named by its path in a program directory (``/bin/cat``) runs by its bare
-    name: the live-input wrappers are called by aliases of the bare names, so
-    ``{"cmd": "/bin/cat"}`` would otherwise read EOF at once."""
+    """A command the live-input wrappers feed, named by its path in a program directory
+    (``{"cmd": "/bin/cat"}``), runs by its bare name: the interpreter holds the output of a
+    command run by its path until it ends, and the bare name streams."""
     directory, name = posixpath.split(cmd)
     return name if directory in PROGRAM_DIRS and name in live_input.FED else cmd
 

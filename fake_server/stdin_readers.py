@@ -21,10 +21,13 @@ Example:
 from __future__ import annotations
 
 import enum
+import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+
+from fake_server.filesystem import PROGRAM_DIRS
 
 __all__ = ["RUNNERS", "STDIN_READERS", "Effect", "Runner", "Syntax", "reads_stdin"]
 
@@ -380,7 +383,11 @@ def reads_stdin(name: str, args: Sequence[str]) -> bool:
     runner = RUNNERS.get(name)
     if runner is not None:
         command = runner.command(args)
-        return command is not None and reads_stdin(command[0], command[1:])
+        if command is None:
+            return False
+        # A runner finds a program by its path too (env /usr/bin/cat).
+        directory, program = posixpath.split(command[0])
+        return reads_stdin(program if directory in PROGRAM_DIRS else command[0], command[1:])
     syntax = STDIN_READERS.get(name)
     if syntax is None:
         return False

@@ -48,6 +48,10 @@ READERS: list[tuple[str, Callable[[bytes], bytes]]] = [
     ("env cat", lambda data: data),
     ("env -u HOME LC_ALL=C wc -l", lambda data: b"%d\n" % len(lines(data))),
     ("env command tr a-z A-Z", lambda data: data.upper()),
+    # Named by its path, which no alias can name.
+    ("/bin/cat", lambda data: data),
+    ("/usr/bin/wc -c", lambda data: f"{len(data)}\n".encode()),
+    ("/usr/bin/env /bin/sort", lambda data: b"".join(sorted(lines(data)))),
 ]
 
 
