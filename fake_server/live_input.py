@@ -26,9 +26,11 @@ __all__ = [
     "LIVE_MARK",
     "PIPED_READ",
     "READ_FUNCTION",
+    "SHELLS",
     "WRAPPER_PREFIX",
     "aliases",
     "by_path",
+    "nested_shell",
     "prelude",
     "wrappers",
 ]
@@ -51,9 +53,12 @@ READ_FUNCTION = (
 PIPED_READ = re.compile(
     r"(?<!\|)\|(?!\|)&?\s*[({]?\s*(?:(?:while|until)\s+(?:!\s*)?)?(?:IFS=\S*\s+)?read\b"
 )
-#: The commands a wrapper feeds: those that read stdin, and those that run one (``env cat``,
-#: ``command cat``).
-FED = (*STDIN_READERS, *RUNNERS)
+#: The shells a script starts (``bash -c 'cat'``, ``sh -s``): their commands read the live input
+#: too (see :func:`nested_shell`).
+SHELLS = ("bash", "sh")
+#: The commands a wrapper feeds: those that read stdin, those that run one (``env cat``,
+#: ``command cat``), and the shells.
+FED = (*STDIN_READERS, *RUNNERS, *SHELLS)
 #: What a wrapper is called: not its command's name, which an alias maps to it. bashkit 0.20.1
 #: hands a function named ``cat``, ``grep`` or ``tr`` at the end of a pipe no input at all when
 #: the pipe starts with a group, a function, a subshell or a builtin such as ``seq`` or ``cat``
@@ -78,6 +83,14 @@ _CAT = (
 )
 
 
+#: What a shell's wrapper runs: the shell as :func:`nested_shell` writes it when it reads the
+#: process's own stdin (from ``__fake_shell_argv``), else the shell unchanged.
+_SHELL = (
+    '__fake_shell() { if __fake_stdin_is_process; then eval "$(__fake_shell_argv "$@")";'
+    ' else "$@"; fi; }'
+)
+
+
 def wrappers(skip: Container[str] = ()) -> list[str]:
     """The bash functions that feed the commands of :data:`FED` (but those in ``skip``) a
     managed process's live input when they would read it as their stdin: each
@@ -88,17 +101,18 @@ def wrappers(skip: Container[str] = ()) -> list[str]:
 
     Example:
         >>> functions = wrappers(skip={"cat"})
-        >>> functions[1]
+        >>> functions[2]
         '__fake_live_wc() { __fake_run wc "$@"; }'
         >>> any(function.startswith("__fake_live_cat()") for function in functions)
         False
     """
-    functions = [_RUNNER]
+    functions = [_RUNNER, _SHELL]
     for name in FED:
         if name in skip:
             continue
+        runner = "__fake_shell" if name in SHELLS else "__fake_run"
         functions.append(
-            _CAT if name == "cat" else f'{WRAPPER_PREFIX}{name}() {{ __fake_run {name} "$@"; }}'
+            _CAT if name == "cat" else f'{WRAPPER_PREFIX}{name}() {{ {runner} {name} "$@"; }}'
         )
     return functions
 
@@ -149,16 +163,110 @@ def aliases(names: Iterable[str]) -> list[str]:
 def prelude(registered: Collection[str], script: str | None = None) -> str:
     """What a managed process runs ahead of its ``script`` (None: an interactive shell's
     commands): functions that hand its live stdin to ``read``, ``mapfile``, the commands that
-    read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`) and the ``registered``
-    commands when they read the process's own stdin (not a pipe or a file); the latter two
-    through aliases of their names (see :data:`WRAPPER_PREFIX`) and functions of their paths.
-    No ``read`` function for a ``script`` that pipes into ``read`` (see :data:`PIPED_READ`).
+    read stdin (:data:`~fake_server.stdin_readers.STDIN_READERS`), the shells and the
+    ``registered`` commands when they read the process's own stdin (not a pipe or a file); the
+    latter through aliases of their names (see :data:`WRAPPER_PREFIX`) and functions of their
+    paths. No ``read`` function for a ``script`` that pipes into ``read`` (see
+    :data:`PIPED_READ`).
 
     Example:
         >>> text = prelude(["python3"], "read -r x")
         >>> "read() {" in text, "'python3=${__fake_live:+__fake_live_}python3'" in text
         (True, True)
     """
+    lines = _functions(registered, script)
+    lines += aliases(_wrapped(registered))
+    return "\n".join(lines) + "\n"
+
+
+def nested_shell(name: str, args: list[str], registered: Collection[str]) -> str:
+    """What runs shell ``name`` with ``args`` where it reads a managed process's own stdin
+    (bash text, for ``eval``): with ``-c SCRIPT``, SCRIPT after the prelude, on its first line
+    (bashkit 0.20.1 hands a nested shell none of its parent's functions, and the script's line
+    numbers stay its own); a shell that reads its script from stdin (``-s``, no operand) fed
+    the input; a script file as it is.
+
+    Example:
+        >>> nested_shell("sh", ["-s"], [])
+        '\\\\sh -s < <(__fake_cat)'
+        >>> text = nested_shell("bash", ["-ec", "cat"], [])
+        >>> text.startswith("\\\\bash -ec '__fake_run() {"), text.endswith("; cat'")
+        (True, True)
+    """
+    command, index = _script_operand(args)
+    if command and index is not None:
+        script = args[index]
+        # The aliases too, for the shells it starts in turn: bashkit 0.20.1 reads a nested
+        # shell's script with its parent's aliases, and gives the shell itself none.
+        lines = [*_functions(registered, script), *aliases(_wrapped(registered))]
+        options, traced = _untraced(args[:index])
+        if traced:
+            lines.append(f"set -{traced}")  # from here on, so that the prelude is not traced
+        args = [*options, "; ".join([*lines, script]), *args[index + 1 :]]
+    # Quoted, never an alias (and no function has its name).
+    line = " ".join(["\\" + name, *map(shlex.quote, args)])
+    return f"{line} < <(__fake_cat)" if not command and index is None else line
+
+
+def _untraced(options: list[str]) -> tuple[list[str], str]:
+    """Bash ``options`` without ``-x`` and ``-v`` (which would trace or echo the prelude), and
+    which of the two they held."""
+    kept: list[str] = []
+    traced = ""
+    values = iter(options)
+    for option in values:
+        if option.startswith("-") and not option.startswith("--") and option != "-":
+            traced += "".join(letter for letter in "xv" if letter in option[1:])
+            letters = "".join(letter for letter in option[1:] if letter not in "xv")
+            if letters:
+                kept.append(f"-{letters}")
+            if "o" in letters or "O" in letters:
+                kept.append(next(values, ""))  # its value, whatever it reads
+            continue
+        kept.append(option)
+    return kept, "".join(sorted(set(traced)))
+
+
+def _script_operand(args: list[str]) -> tuple[bool, int | None]:
+    """Whether bash ``args`` run a ``-c`` script, and where the script is among them (with
+    ``-c``) or the script file (without); None when there is none, or with ``-s``: bash then
+    reads its script from stdin."""
+    command = stdin = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("-", "--"):
+            index += 1
+            break
+        if not arg.startswith(("-", "+")):
+            break
+        if arg.startswith("--"):
+            index += 2 if arg in ("--rcfile", "--init-file") else 1
+            continue
+        flags = arg[1:]
+        command |= arg[0] == "-" and "c" in flags
+        stdin |= arg[0] == "-" and "s" in flags
+        # -o NAME and -O NAME (a shopt option): the name follows.
+        index += 2 if "o" in flags or "O" in flags else 1
+    if index >= len(args) or (stdin and not command):
+        return command, None
+    return command, index
+
+
+def _flagged(registered: Collection[str]) -> list[str]:
+    """The fake's own commands that read the process's input themselves when told so (a
+    registered command's ctx.stdin; timeout's command)."""
+    return [*registered, "timeout"]
+
+
+def _wrapped(registered: Collection[str]) -> list[str]:
+    """The names that call a wrapper: the fed commands (those not registered) and the fake's
+    commands that read the input themselves."""
+    return [*(name for name in FED if name not in registered), *_flagged(registered)]
+
+
+def _functions(registered: Collection[str], script: str | None) -> list[str]:
+    """The prelude's functions, one a line (see :func:`prelude`)."""
     lines = wrappers(skip=registered)
     if script is None or not PIPED_READ.search(script):
         lines.append(READ_FUNCTION)
@@ -169,16 +277,13 @@ def prelude(registered: Collection[str], script: str | None = None) -> str:
             f'{name}() {{ if __fake_stdin_is_process "$@"; then builtin {name} "$@"'
             f' < <(__fake_cat); else builtin {name} "$@"; fi; }}'
         )
-    # The fake's own commands that read the process's input themselves when told so (a
-    # registered command's ctx.stdin; timeout's command). Named, not run through `command`,
-    # which makes the interpreter hold the output until the end.
-    flagged = [*registered, "timeout"]
+    # Named, not run through `command`, which makes the interpreter hold the output until the
+    # end; quoted, never an alias (a nested shell parses these with the aliases defined).
+    flagged = _flagged(registered)
     for name in flagged:
         lines.append(
             f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
-            f' __FAKE_LIVE_STDIN=1 {name} "$@"; else {name} "$@"; fi; }}'
+            f' __FAKE_LIVE_STDIN=1 \\{name} "$@"; else \\{name} "$@"; fi; }}'
         )
-    readers = [name for name in FED if name not in registered]
-    lines += by_path([*readers, *flagged])
-    lines += aliases([*readers, *flagged])
-    return "\n".join(lines) + "\n"
+    lines += by_path(_wrapped(registered))
+    return lines

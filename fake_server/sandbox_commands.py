@@ -31,6 +31,7 @@ import bashkit
 
 from fake_server.curl_command import curl
 from fake_server.date_command import run_date
+from fake_server.live_input import nested_shell
 from fake_server.realpath_command import run_realpath
 from fake_server.shell import reads_commands
 from fake_server.stdin_readers import reads_stdin
@@ -157,6 +158,7 @@ class SandboxCommands:
             "__fake_stdin_is_process": self._stdin_is_process,
             "__fake_feeds": self._feeds,
             "__fake_read": self._read,
+            "__fake_shell_argv": self._shell_argv,
             "__fake_repl_exit": self._repl_exit,
             "__fake_repl_shell": self._repl_shell,
         }
@@ -363,6 +365,12 @@ class SandboxCommands:
         name, *args = list(ctx.argv) or [""]
         own = ctx.stdin is None and self.run.invocation.live_stdin and reads_stdin(name, args)
         return bashkit.BuiltinResult(exit_code=0 if own else 1)
+
+    def _shell_argv(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        """``__fake_shell_argv SHELL ARGS...``: the command that runs the shell with the
+        process's live input (see :func:`~fake_server.live_input.nested_shell`)."""
+        name, *args = list(ctx.argv) or ["bash"]
+        return bashkit.BuiltinResult(stdout=nested_shell(name, args, self.shell.registry.names()))
 
     async def _read(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         """The bytes the caller's ``read`` consumes from live stdin (without the delimiter);

@@ -52,6 +52,11 @@ READERS: list[tuple[str, Callable[[bytes], bytes]]] = [
     ("/bin/cat", lambda data: data),
     ("/usr/bin/wc -c", lambda data: f"{len(data)}\n".encode()),
     ("/usr/bin/env /bin/sort", lambda data: b"".join(sorted(lines(data)))),
+    # In a shell the script starts.
+    ("bash -c 'cat'", lambda data: data),
+    ("sh -ec 'wc -l' name", lambda data: b"%d\n" % len(lines(data))),
+    ("/bin/bash -c 'tr a-z A-Z | cat -n' | cut -f2", lambda data: data.upper()),
+    ("bash -c 'bash -c \"sort\"'", lambda data: b"".join(sorted(lines(data)))),
 ]
 
 
@@ -111,6 +116,46 @@ async def test_a_command_given_a_file_does_not_wait_for_stdin(
     out = follower.output("stdout").split(b"\n")
     assert out[0] == b"1"
     assert out[1].endswith(b" /etc/os-release")
+
+
+async def test_a_shell_the_script_starts_reads_the_input_as_it_comes(
+    aiohttp_client: ClientFactory,
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    script = 'bash -c \'read -r x; echo "child [$x] $0 $1"\' name one; read -r y; echo "<$y>"'
+    base = await start_script(client, sandbox_id, script)
+    await send(client, base, b"first\nsecond\n")
+    done = await wait_exit(client, base)  # stdin is never closed: each read takes one line
+    follower = await Follower.open(client, base)
+    await follower.to_end()
+    expected = b"child [first] name one\n<second>\n"
+    assert (follower.output("stdout"), follower.output("stderr")) == (expected, b"")
+    assert (done["state"], done["exit_code"]) == ("exited", 0)
+
+
+@pytest.mark.parametrize("shell", ["sh -s", "bash", "/bin/bash -s"])
+async def test_a_shell_the_script_starts_reads_its_commands_from_the_input(
+    aiohttp_client: ClientFactory, shell: str
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, f"{shell}; echo after")
+    await send(client, base, b"echo from-input; x=2\necho $((x * 3))\n")
+    assert (await client.post(f"{base}/stdin/close")).status == 200
+    follower = await Follower.open(client, base)
+    assert (await follower.to_end())["exit_code"] == 0
+    assert follower.output("stdout") == b"from-input\n6\nafter\n"
+
+
+async def test_a_traced_shell_the_script_starts_traces_its_own_script_only(
+    aiohttp_client: ClientFactory,
+) -> None:
+    _, client, sandbox_id = await serve(aiohttp_client)
+    base = await start_script(client, sandbox_id, "bash -xc 'echo hi'; sh -exc 'echo ho'")
+    follower = await Follower.open(client, base)
+    assert (await follower.to_end())["exit_code"] == 0
+    # What bash prints: the fake's functions ahead of the script are not traced.
+    expected = (b"hi\nho\n", b"+ echo hi\n+ echo ho\n")
+    assert (follower.output("stdout"), follower.output("stderr")) == expected
 
 
 async def test_a_runner_that_runs_no_reader_does_not_wait_for_stdin(
