@@ -35,6 +35,7 @@ from _pytest.config.argparsing import Parser
 
 from fake_server import cli, fault_rules, gates, openapi, sandbox_commands
 from fake_server.filesystem import programs
+from fake_server.shell import CommandRegistry
 from pytest_createos import _checks, _kit_messages, _scenarios, plugin
 from pytest_createos.kit import WORKLOADS
 
@@ -293,7 +294,8 @@ def shell_commands() -> str:
         if entry["metadata"]["file_type"] == "file"
     )
     # The fake's commands are declared per run; a run with no registered commands lists them.
-    commands = sandbox_commands.SandboxCommands(types.SimpleNamespace(registry={}), None, 0)
+    shell = types.SimpleNamespace(registry=CommandRegistry())
+    commands = sandbox_commands.SandboxCommands(shell, None, 0)
     added = sorted(
         name
         for name in (*commands.builtins(), *commands.live_commands())

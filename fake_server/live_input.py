@@ -19,6 +19,7 @@ import shlex
 from collections.abc import Collection, Container, Iterable
 
 from fake_server.filesystem import PROGRAM_DIRS, programs
+from fake_server.live_introspection import FUNCTIONS as INTROSPECTION
 from fake_server.stdin_readers import RUNNERS, STDIN_READERS
 
 __all__ = [
@@ -28,8 +29,10 @@ __all__ = [
     "READ_FUNCTION",
     "SHELLS",
     "WRAPPER_PREFIX",
+    "alias_values",
     "aliases",
     "by_path",
+    "function_names",
     "nested_shell",
     "prelude",
     "wrappers",
@@ -134,6 +137,10 @@ def by_path(names: Iterable[str]) -> list[str]:
     ]
 
 
+def _alias_value(name: str) -> str:
+    return f"${{{LIVE_MARK}:+{WRAPPER_PREFIX}}}{name}"
+
+
 @functools.cache
 def _program_names() -> frozenset[str]:
     return frozenset(entry["name"] for entry in programs().read_dir("/"))
@@ -152,12 +159,12 @@ def aliases(names: Iterable[str]) -> list[str]:
 
     Example:
         >>> aliases(["cat"])[1:]
-        ['__fake_live=1', "alias 'cat=${__fake_live:+__fake_live_}cat'"]
+        ['__fake_live=1', "builtin alias 'cat=${__fake_live:+__fake_live_}cat'"]
     """
-    pairs = " ".join(
-        shlex.quote(f"{name}=${{{LIVE_MARK}:+{WRAPPER_PREFIX}}}{name}") for name in names
-    )
-    return ["shopt -s expand_aliases", f"{LIVE_MARK}=1", f"alias {pairs}"]
+    pairs = " ".join(shlex.quote(f"{name}={_alias_value(name)}") for name in names)
+    # The builtins themselves: in a managed process, alias and shopt are functions that show
+    # the script's own aliases and setting (see fake_server.live_introspection).
+    return ["builtin shopt -s expand_aliases", f"{LIVE_MARK}=1", f"builtin alias {pairs}"]
 
 
 def prelude(registered: Collection[str], script: str | None = None) -> str:
@@ -174,9 +181,8 @@ def prelude(registered: Collection[str], script: str | None = None) -> str:
         >>> "read() {" in text, "'python3=${__fake_live:+__fake_live_}python3'" in text
         (True, True)
     """
-    lines = _functions(registered, script)
-    lines += aliases(_wrapped(registered))
-    return "\n".join(lines) + "\n"
+    # On one line: an error inside a function names the line it was defined on.
+    return "; ".join([*_functions(registered, script), *aliases(_wrapped(registered))]) + "\n"
 
 
 def nested_shell(name: str, args: list[str], registered: Collection[str]) -> str:
@@ -286,4 +292,26 @@ def _functions(registered: Collection[str], script: str | None) -> list[str]:
             f' __FAKE_LIVE_STDIN=1 \\{name} "$@"; else \\{name} "$@"; fi; }}'
         )
     lines += by_path(_wrapped(registered))
+    lines += INTROSPECTION
     return lines
+
+
+def alias_values(registered: Collection[str]) -> dict[str, str]:
+    """The prelude's aliases, name -> value.
+
+    Example:
+        >>> alias_values([])["cat"]
+        '${__fake_live:+__fake_live_}cat'
+    """
+    return {name: _alias_value(name) for name in _wrapped(registered)}
+
+
+def function_names(registered: Collection[str]) -> set[str]:
+    """The names of the prelude's functions (``read`` too, which a script that pipes into
+    ``read`` does not get).
+
+    Example:
+        >>> {"read", "/bin/cat", "__fake_live_cat", "type"} <= function_names([])
+        True
+    """
+    return {line.partition("()")[0] for line in _functions(registered, None)}

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
+from fake_server import live_input
 from fake_server.curl_command import curl
 from fake_server.date_command import run_date
-from fake_server.live_input import nested_shell
+from fake_server.live_introspection import Introspection
 from fake_server.realpath_command import run_realpath
 from fake_server.shell import reads_commands
 from fake_server.stdin_readers import reads_stdin
@@ -144,6 +145,13 @@ class SandboxCommands:
         self.stdin = stdin
         #: The callbacks in flight (see _owned); the shell's Interpreter stops them.
         self.callbacks: set[asyncio.Task[Any]] = set()
+        registered = shell.registry.names()
+        #: What alias, type and shopt show of the live-input wrappers in a managed process.
+        self.introspection = Introspection(
+            live_input.alias_values(registered),
+            live_input.function_names(registered),
+            expand=False,
+        )
 
     def builtins(self) -> dict[str, _Builtin]:
         """Commands that see whether they have pipeline stdin (``ctx.stdin is None``)."""
@@ -161,6 +169,7 @@ class SandboxCommands:
             "__fake_shell_argv": self._shell_argv,
             "__fake_repl_exit": self._repl_exit,
             "__fake_repl_shell": self._repl_shell,
+            **self.introspection.builtins(),
         }
 
     def live_commands(self) -> dict[str, _Live]:
@@ -370,7 +379,8 @@ class SandboxCommands:
         """``__fake_shell_argv SHELL ARGS...``: the command that runs the shell with the
         process's live input (see :func:`~fake_server.live_input.nested_shell`)."""
         name, *args = list(ctx.argv) or ["bash"]
-        return bashkit.BuiltinResult(stdout=nested_shell(name, args, self.shell.registry.names()))
+        registered = self.shell.registry.names()
+        return bashkit.BuiltinResult(stdout=live_input.nested_shell(name, args, registered))
 
     async def _read(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         """The bytes the caller's ``read`` consumes from live stdin (without the delimiter);

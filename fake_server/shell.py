@@ -555,7 +555,8 @@ class Shell:
         if plan.repl:
             prelude = live_input.prelude(self.registry.names())
             if invocation.terminal is not None:
-                prelude = _MERGE_STREAMS + prelude
+                # An interactive bash expands aliases (the function keeps the script's view).
+                prelude = _MERGE_STREAMS + prelude + "shopt -s expand_aliases\n"
             return await repl(self, run, interpreter, prelude)
         stdin = invocation.stdin
         return await self.run_script(

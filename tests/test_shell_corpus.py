@@ -56,8 +56,8 @@ _HEREDOC_JOIN = (
 )
 _ZERO = "the fake: $0 of the script is bash, not the path the client gave (/bin/bash)"
 _SHOWS = (
-    "the fake: a managed process's (and an interactive shell's) live-input wrappers show"
-    " (aliases, functions, expand_aliases)"
+    "the fake: declare -F lists a managed process's (and an interactive shell's) live-input"
+    " wrappers (a function cannot stand in for declare: what it declared would be its locals)"
 )
 _UNWRAPPED = (
     "the fake: in a managed process, a quoted \\NAME gets none of the live input (the alias"
@@ -115,11 +115,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("heredoc-line-continued-into-delimiter", SCRIPT): _HEREDOC_JOIN,
     ("heredoc-dash-delimiter-continued", SCRIPT): _HEREDOC_JOIN,
     ("misc-dollar-zero-and-args", EVERY_WAY): _ZERO,
-    ("misc-alias-noninteractive", MANAGED): _SHOWS,
-    ("stdin-type-cat", MANAGED): _SHOWS,
     ("stdin-declare-f-empty", MANAGED): _SHOWS,
-    ("stdin-alias-list", MANAGED): _SHOWS,
-    ("stdin-shopt-expand-aliases", MANAGED): _SHOWS,
     ("stdin-quoted-names", PROCESS): _UNWRAPPED,
     ("misc-yes-head", MANAGED): _WRAPPED_PIPE,
     ("misc-exec-exit-trap", EVERY_WAY): _EXEC_TRAP,
