@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import math
 import shlex
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ from fake_server import live_input
 from fake_server.curl_command import curl
 from fake_server.date_command import run_date
 from fake_server.live_introspection import Introspection
+from fake_server.ordered_writes import OrderedWrites
 from fake_server.realpath_command import run_realpath
 from fake_server.shell import reads_commands
 from fake_server.stdin_readers import reads_stdin
@@ -466,7 +466,7 @@ class SandboxCommands:
 
         env = dict(ctx.env)
         live = env.pop(_LIVE_STDIN_FLAG, None) == "1"
-        writes = _OrderedWrites()
+        writes = OrderedWrites()
         stdout, stderr = writes.sink(ctx.stdout), writes.sink(ctx.stderr)
         stdin = self.run.invocation.stdin if live else StdinReader(closed=False)
         feeder = None if live else asyncio.ensure_future(_pump_pipe(ctx.stdin, stdin))
@@ -589,57 +589,3 @@ async def _pump_pipe(source: bashkit.CommandInput, target: StdinReader) -> None:
     while (chunk := await source.read_chunk()) is not None and chunk:
         target.feed(chunk)
     target.close()
-
-
-class _OrderedWrites:
-    """Sync ``write(bytes)`` for a command's stdout and stderr over the interpreter's async
-    outputs: writes go out in the order they were made, across both streams (a terminal shows
-    them merged, and two pumps would race), while the command keeps running (a handler that
-    writes and then waits still streams). The pump runs only while writes are pending, so
-    nothing outlives the command."""
-
-    def __init__(self) -> None:
-        self._pending: deque[tuple[bashkit.CommandOutput, bytes]] = deque()
-        self._gone: list[bashkit.CommandOutput] = []
-        self._pump: asyncio.Task[None] | None = None
-
-    def sink(self, output: bashkit.CommandOutput) -> _OrderedSink:
-        """The sink that writes to ``output`` in this order."""
-        return _OrderedSink(self, output)
-
-    def write(self, output: bashkit.CommandOutput, data: bytes) -> None:
-        if data and not any(output is gone for gone in self._gone):
-            self._pending.append((output, bytes(data)))
-            if self._pump is None or self._pump.done():
-                self._pump = asyncio.ensure_future(self._send())
-
-    async def _send(self) -> None:
-        while self._pending:
-            output, data = self._pending.popleft()
-            try:
-                await output.write(data)
-            except (BrokenPipeError, RuntimeError):
-                # The reader is gone, or the command's output was revoked: nobody can read it.
-                self._gone.append(output)
-                self._pending = deque(item for item in self._pending if item[0] is not output)
-
-    async def drain(self) -> None:
-        if self._pump is not None:
-            await self._pump
-
-    def close(self) -> None:
-        """Drop what was not sent (the command was stopped)."""
-        self._pending.clear()
-        if self._pump is not None:
-            self._pump.cancel()
-
-
-class _OrderedSink:
-    """One stream of an :class:`_OrderedWrites` (an :class:`~fake_server.streams.OutputSink`)."""
-
-    def __init__(self, writes: _OrderedWrites, output: bashkit.CommandOutput) -> None:
-        self._writes = writes
-        self._output = output
-
-    def write(self, data: bytes) -> None:
-        self._writes.write(self._output, data)
