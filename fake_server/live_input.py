@@ -272,7 +272,8 @@ def _wrapped(registered: Collection[str]) -> list[str]:
 
 
 def _functions(registered: Collection[str], script: str | None) -> list[str]:
-    """The prelude's functions, one a line (see :func:`prelude`)."""
+    """The prelude's functions, one a line (see :func:`prelude`), for ``script`` (None: an
+    interactive shell's commands)."""
     lines = wrappers(skip=registered)
     if script is None or not PIPED_READ.search(script):
         lines.append(READ_FUNCTION)
@@ -291,7 +292,10 @@ def _functions(registered: Collection[str], script: str | None) -> list[str]:
             f"{WRAPPER_PREFIX}{name}() {{ if __fake_stdin_is_process; then"
             f' __FAKE_LIVE_STDIN=1 \\{name} "$@"; else \\{name} "$@"; fi; }}'
         )
-    lines += by_path(_wrapped(registered))
+    if script is None or any(f"{directory}/" in script for directory in PROGRAM_DIRS):
+        # Only for a script that names a program by its path: they are most of the functions,
+        # and a shell the script starts parses them all again (~0.2 ms).
+        lines += by_path(_wrapped(registered))
     lines += INTROSPECTION
     return lines
 
