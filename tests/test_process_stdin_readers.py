@@ -16,7 +16,15 @@ from fake_server import CommandContext, FakeCreateOS
 from fake_server.processes import ManagedProcess
 from fake_server.shell import RUN_OUTPUT_LIMIT
 from tests.conftest import Client, ClientFactory, eventually
-from tests.test_sandbox_runtime import Follower, send, serve, start_script, view, wait_exit
+from tests.test_sandbox_runtime import (
+    Follower,
+    send,
+    serve,
+    start,
+    start_script,
+    view,
+    wait_exit,
+)
 
 FIRST, SECOND = b"pear 2\nfig 10\n", b'{"a": [1, "x"]}\napple 3\n'
 INPUT = FIRST + SECOND
@@ -131,6 +139,20 @@ async def test_a_shell_the_script_starts_reads_the_input_as_it_comes(
     expected = b"child [first] name one\n<second>\n"
     assert (follower.output("stdout"), follower.output("stderr")) == (expected, b"")
     assert (done["state"], done["exit_code"]) == ("exited", 0)
+
+
+async def test_a_process_whose_script_takes_arguments_reads_its_input(
+    aiohttp_client: ClientFactory,
+) -> None:
+    # bash -c SCRIPT NAME ARGS...: $0 is NAME, $1... the rest; the script reads the input.
+    _, client, sandbox_id = await serve(aiohttp_client)
+    script = 'read -r x; echo "$0 $1 $# $x"; wc -l'
+    base = await start(client, sandbox_id, cmd="bash", args=["-c", script, "name", "one"])
+    await send(client, base, b"first\nsecond\n")
+    assert (await client.post(f"{base}/stdin/close")).status == 200
+    follower = await Follower.open(client, base)
+    assert (await follower.to_end())["exit_code"] == 0
+    assert (follower.output("stdout"), follower.output("stderr")) == (b"name one 1 first\n1\n", b"")
 
 
 @pytest.mark.parametrize("shell", ["sh -s", "bash", "/bin/bash -s"])

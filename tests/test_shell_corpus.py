@@ -45,7 +45,7 @@ _EXPANSION_ERROR = (
 )
 _OCTAL = "bashkit: a variable's value 010 is decimal in $(( )), not octal (a literal 010 is)"
 _PATH = "bashkit: its commands ignore PATH (PATH=/nonexistent; ls still runs)"
-_BC = "bashkit: bc prints 0.33 where GNU bc prints .33"
+_BC = "bashkit: bc computes in floating point, and prints 0.33 where GNU bc prints .33"
 _SOURCE_STDIN = "bashkit: source /dev/stdin finds no such file"
 _READ_ARRAY_EOF = "bashkit: read -a at EOF leaves one empty element, bash none"
 _EXEC_TRAP = "bashkit: exec runs the EXIT trap (bash's shell is replaced, and runs none)"
@@ -54,7 +54,10 @@ _HEREDOC_JOIN = (
     " joined to the next before the delimiter is looked for (the fake's interactive shell"
     " joins them for it)"
 )
-_ZERO = "the fake: $0 of the script is bash, not the path the client gave (/bin/bash)"
+_ZERO = (
+    "the fake: $0 of the script is bash, not the path the client gave (/bin/bash): bashkit"
+    " 0.20.1 sets $0 only in a nested shell (which loses exec's redirections and BASH_VERSINFO)"
+)
 _SHOWS = (
     "the fake: declare -F lists a managed process's (and an interactive shell's) live-input"
     " wrappers (a function cannot stand in for declare: what it declared would be its locals)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_server.live_input import FED, WRAPPER_PREFIX, wrappers
+from fake_server.live_input import FED, WRAPPER_PREFIX, prelude, wrappers
 from fake_server.stdin_readers import STDIN_READERS, Effect, Syntax, reads_stdin
 
 
@@ -347,3 +347,9 @@ def test_wrappers_skip_registered_names_and_share_one_runner() -> None:
     }
     assert '__fake_live_wc() { __fake_run wc "$@"; }' in functions
     assert any(function.startswith("__fake_live_cat()") for function in wrappers())
+
+
+def test_the_path_functions_come_with_a_script_that_spells_a_path() -> None:
+    assert "/bin/cat()" not in prelude([], "cat | wc -l")
+    assert "/usr/bin/cat()" in prelude([], "/usr/bin/cat | wc -l")
+    assert "/bin/cat()" in prelude([])  # an interactive shell's commands are not known yet
