@@ -100,7 +100,8 @@ def wrappers(skip: Container[str] = ()) -> list[str]:
     (``__fake_live_NAME``, which an alias ``NAME`` calls) asks ``__fake_feeds NAME ARGS...``
     (the caller reads the process's own stdin and
     :func:`~fake_server.stdin_readers.reads_stdin` says yes), then runs
-    ``NAME ARGS... < <(__fake_cat)``, or the command unchanged.
+    ``NAME ARGS... < <(__fake_cat)``, or the command unchanged; a shell's asks
+    :func:`nested_shell`.
 
     Example:
         >>> functions = wrappers(skip={"cat"})
@@ -152,10 +153,12 @@ def aliases(names: Iterable[str]) -> list[str]:
     (``bash -c``, ``sh -c``, ``find -exec sh -c``). They apply from the next line the
     interpreter reads, so they go ahead of a script, not on its first line.
 
-    bashkit 0.20.1 hands a nested ``bash -c`` the aliases, not the functions: an alias of the
-    wrapper itself made ``sh -c 'grep x f'`` "command not found". So each alias names its
-    wrapper through :data:`LIVE_MARK`, a variable set here and not exported, which a nested
-    shell does not have: there the alias yields the command's own name.
+    bashkit 0.20.1 reads a nested ``bash -c``'s script with its parent's aliases, and gives the
+    nested shell none of the functions: an alias of the wrapper itself made
+    ``sh -c 'grep x f'`` "command not found". So each alias names its wrapper through
+    :data:`LIVE_MARK`, a variable set here and not exported, which a nested shell does not
+    have (unless :func:`nested_shell` gives it the prelude): there the alias yields the
+    command's own name.
 
     Example:
         >>> aliases(["cat"])[1:]

@@ -116,12 +116,15 @@ class Introspection:
             f" builtin unalias {shlex.quote(name)}; {command}; {restore}; else {command}; fi"
         )
 
+    def _ours(self, name: str, entry: str) -> bool:
+        """Whether ``alias -p``'s ``entry`` is the fake's alias ``name``."""
+        ours = self.aliases.get(name)
+        return ours is not None and entry == _listed(name, ours)
+
     def _alias_list(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         """``builtin alias -p``'s list on stdin: the fake's aliases out, those set aside in."""
         entries = {
-            name: entry
-            for name, entry in _entries(ctx.stdin or "")
-            if self.aliases.get(name) is None or entry != _listed(name, self.aliases[name])
+            name: entry for name, entry in _entries(ctx.stdin or "") if not self._ours(name, entry)
         }
         entries.update((name, _listed(name, value)) for name, value in self.aside.items())
         return bashkit.BuiltinResult(stdout="".join(entries[n] + "\n" for n in sorted(entries)))
@@ -132,7 +135,7 @@ class Introspection:
         keep = list(ctx.argv) != ["drop"]
         lines = []
         for name, entry in _entries(ctx.stdin or ""):
-            if self.aliases.get(name) is not None and entry == _listed(name, self.aliases[name]):
+            if self._ours(name, entry):
                 continue
             if keep:
                 self.aside[name] = shlex.split(entry.partition("=")[2])[0]
