@@ -52,11 +52,20 @@ class Introspection:
     def __init__(
         self, aliases: Mapping[str, str], functions: Collection[str], *, expand: bool
     ) -> None:
-        self.aliases = aliases
+        self.aliases = dict(aliases)
         self.functions = functions
         self.expand = expand
         #: The script's aliases defined while its expand_aliases was off, by name.
         self.aside: dict[str, str] = {}
+
+    def add_alias(self, name: str, value: str) -> None:
+        """Count alias ``name`` (``value``) as the fake's too, as an interactive shell's own.
+
+        Example::
+
+            view.add_alias("exec", "exec ")
+        """
+        self.aliases[name] = value
 
     def builtins(self) -> dict[str, _Builtin]:
         """The builtins the :data:`FUNCTIONS` call."""

@@ -167,10 +167,11 @@ class _Shells:
     """The shells that read the input: the one reading it now last, each under it waiting for
     the one it started (``bash``) to end. ``exec bash`` starts one in place of the last."""
 
-    def __init__(self, shell: Shell, run: Run, prelude: str) -> None:
+    def __init__(self, shell: Shell, run: Run, prelude: str, *, terminal: bool) -> None:
         self.shell = shell
         self.run = run
-        self.prelude = prelude
+        self.prelude = prelude + _shell_starters(terminal=terminal)
+        self.exec_alias = _exec_alias(terminal)
         self.stack: list[_Level] = []
 
     @property
@@ -180,6 +181,8 @@ class _Shells:
     async def start(self, interpreter: Interpreter) -> None:
         """Make a shell of a fresh interpreter (after the prelude) the one that reads."""
         await self.shell.execute(self.run, interpreter, self.prelude)
+        # The shell's own alias is the fake's: alias lists it no more than the wrappers'.
+        interpreter.introspection.add_alias("exec", self.exec_alias)
         self.stack.append(_Level(interpreter, _Session()))
 
     async def start_new(self, trap: str, *, replacing: bool) -> None:
@@ -233,7 +236,7 @@ async def repl(shell: Shell, run: Run, interpreter: Interpreter, prelude: str) -
     if terminal:
         # An interactive bash ends at exit (not in a subshell: the trailer runs then).
         prelude += 'exit() { __fake_repl_exit; builtin exit "$@"; }\n'
-    shells = _Shells(shell, run, prelude + _shell_starters(terminal=terminal))
+    shells = _Shells(shell, run, prelude, terminal=terminal)
     await shells.start(interpreter)
     flags = _TERMINAL_FLAGS if terminal else _INPUT_FLAGS
     pending = ""
@@ -310,8 +313,13 @@ def _shell_starters(*, terminal: bool) -> str:
         paths = [posixpath.join(directory, name) for directory in _SHELL_DIRECTORIES]
         lines += [f"{function}() {body}" for function in [WRAPPER_PREFIX + name, *paths]]
     lines += aliases(_SHELLS)
-    lines.append("alias exec=" + shlex.quote("__fake_repl_exit && exec " if terminal else "exec "))
+    lines.append("builtin alias exec=" + shlex.quote(_exec_alias(terminal)))
     return "\n".join(lines) + "\n"
+
+
+def _exec_alias(terminal: bool) -> str:
+    """The value of the interactive shell's ``exec`` alias (see :func:`_shell_starters`)."""
+    return "__fake_repl_exit && exec " if terminal else "exec "
 
 
 def _prompt(bash: bashkit.Bash, hostname: str) -> bytes:

@@ -54,6 +54,7 @@ from fake_server import live_input  # noqa: E402
 from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
+from fake_server.live_introspection import Introspection  # noqa: E402
 from fake_server.network import Network  # noqa: E402
 from fake_server.repl import repl  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
@@ -311,6 +312,9 @@ class Interpreter:
     #: Filled by SandboxCommands._owned: the interpreter does not always cancel a callback it
     #: abandons, and a ``sleep`` on a manual clock would wait forever.
     callbacks: set[asyncio.Task[Any]]
+    #: What ``alias``, ``type`` and ``shopt`` show the script of the fake's own aliases and
+    #: functions (an interactive shell adds its own).
+    introspection: Introspection
 
     def stop(self) -> None:
         """Stop the script and the callbacks it waits on (it then ends by itself, soon)."""
@@ -385,7 +389,7 @@ class Shell:
             bash.mount(path, tree.native)
         for name, callback in commands.live_commands().items():
             bash.add_command(name, lazy(callback))
-        return Interpreter(bash, commands.callbacks)
+        return Interpreter(bash, commands.callbacks, commands.introspection)
 
     async def execute(
         self,
