@@ -35,7 +35,7 @@ from _pytest.config.argparsing import Parser
 
 from fake_server import cli, fault_rules, gates, openapi, sandbox_commands
 from fake_server.filesystem import programs
-from fake_server.shell import CommandRegistry
+from fake_server.registered_commands import CommandRegistry
 from pytest_createos import _checks, _kit_messages, _scenarios, plugin
 from pytest_createos.kit import WORKLOADS
 

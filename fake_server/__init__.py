@@ -21,8 +21,8 @@ if TYPE_CHECKING:  # what the names are; they are imported on first use (see _la
     from fake_server.journal import Entry, Journal, JournalAssertionError
     from fake_server.lifecycle import Status
     from fake_server.network import SimulatedRequest, SimulatedResponse
+    from fake_server.registered_commands import CommandContext, CommandRegistry
     from fake_server.runner import BackgroundServer, serve
-    from fake_server.shell import CommandContext, CommandRegistry
 
 __all__ = [
     "ApiError",
@@ -60,7 +60,7 @@ __getattr__, __dir__ = lazy_exports(
         "SimulatedResponse": "fake_server.network",
         "BackgroundServer": "fake_server.runner",
         "serve": "fake_server.runner",
-        "CommandContext": "fake_server.shell",
-        "CommandRegistry": "fake_server.shell",
+        "CommandContext": "fake_server.registered_commands",
+        "CommandRegistry": "fake_server.registered_commands",
     },
 )

@@ -7,7 +7,8 @@ Example:
     >>> import asyncio
     >>> from fake_server.filesystem import FileSystem
     >>> from fake_server.network import Network, SimulatedResponse
-    >>> from fake_server.shell import BufferSink, CommandContext, StdinReader
+    >>> from fake_server.registered_commands import CommandContext
+    >>> from fake_server.shell import BufferSink, StdinReader
     >>> network = Network()
     >>> network.register("api.example.com", lambda req: SimulatedResponse(body=f"hi {req.path}\\n"))
     >>> out, err = BufferSink(), BufferSink()
@@ -51,7 +52,7 @@ from fake_server.network import Network, header_value
 
 if TYPE_CHECKING:
     # Only for annotations: shell.py imports this module (via sandbox_commands) to register curl.
-    from fake_server.shell import CommandContext
+    from fake_server.registered_commands import CommandContext
 
 __all__ = ["curl"]
 

@@ -39,11 +39,11 @@ from fake_server.lifecycle import (
 )
 from fake_server.network import Responder
 from fake_server.processes import ManagedProcess
+from fake_server.registered_commands import CommandHandler, CommandRegistry
 from fake_server.routes import route_table
 from fake_server.runtime import Runtime
 from fake_server.sandbox import Sandbox
 from fake_server.sandboxes import SandboxService
-from fake_server.shell import CommandHandler, CommandRegistry
 from fake_server.state_faults import StateFaults
 from fake_server.templates import TemplateService
 from fake_server.tenants import Tenant, Tenants

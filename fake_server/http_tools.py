@@ -41,7 +41,8 @@ from fake_server.network import (
 
 if TYPE_CHECKING:
     # Only for annotations: shell.py imports the commands built on this module to register them.
-    from fake_server.shell import CommandContext, OutputSink
+    from fake_server.registered_commands import CommandContext
+    from fake_server.streams import OutputSink
 
 __all__ = [
     "Hops",
@@ -340,7 +341,8 @@ def deliver(
     Example:
         >>> import asyncio
         >>> from fake_server.filesystem import FileSystem
-        >>> from fake_server.shell import BufferSink, CommandContext, StdinReader
+        >>> from fake_server.registered_commands import CommandContext
+        >>> from fake_server.shell import BufferSink, StdinReader
         >>> out = BufferSink()
         >>> ctx = CommandContext(FileSystem(), "/root", {}, StdinReader(), out, out, asyncio.sleep)
         >>> deliver(ctx, "-", b"hi") is None, out.getvalue()

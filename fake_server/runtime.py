@@ -27,8 +27,9 @@ from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import Lifecycle
 from fake_server.network import Network
 from fake_server.processes import ManagedProcess, OutputFrame
+from fake_server.registered_commands import CommandRegistry
 from fake_server.sandbox import Sandbox
-from fake_server.shell import CommandRegistry, Invocation, Shell, ShellLimits, Terminal
+from fake_server.shell import Invocation, Shell, ShellLimits, Terminal
 from fake_server.streams import CappedSink, StdinReader
 from fake_server.validation import path_problem
 

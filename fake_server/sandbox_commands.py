@@ -7,7 +7,7 @@ world rather than the host's or the interpreter's:
 * ``curl`` and ``wget`` reach only responders a test registered (:mod:`fake_server.network`);
 * ``__fake_*`` helpers give ``read``, ``cat`` and the other stdin readers a managed process's
   live stdin and feed an ``/exec``'s stdin (the shell's prelude calls them; scripts never need to);
-* every command registered in the :class:`~fake_server.shell.CommandRegistry`.
+* every command registered in the :class:`~fake_server.registered_commands.CommandRegistry`.
 
 Example::
 
@@ -40,7 +40,8 @@ from fake_server.streams import StdinReader
 from fake_server.wget_command import wget
 
 if TYPE_CHECKING:
-    from fake_server.shell import CommandHandler, Run, Shell
+    from fake_server.registered_commands import CommandHandler
+    from fake_server.shell import Run, Shell
 
 __all__ = ["KERNEL_RELEASE", "SandboxCommands", "parse_interval"]
 
@@ -462,7 +463,7 @@ class SandboxCommands:
     async def _call(self, ctx: bashkit.CommandContext, handler: CommandHandler) -> int:
         """Run a Python command with the fake's :class:`CommandContext`: sync writes that
         stream in order, stdin from the pipe (or the process's, when the prelude says so)."""
-        from fake_server.shell import CommandContext, call_handler
+        from fake_server.registered_commands import CommandContext, call_handler
 
         env = dict(ctx.env)
         live = env.pop(_LIVE_STDIN_FLAG, None) == "1"

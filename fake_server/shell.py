@@ -10,7 +10,7 @@ that must follow *its* world (see :mod:`fake_server.sandbox_commands`): ``sleep`
 and ``date`` on the fake's clock, ``stty``/``tput`` for PTYs, ``uname``, ``curl``/``wget``
 against responders a test registers, a managed process's live stdin for ``read``, ``cat`` and
 the other commands that read stdin (:mod:`fake_server.live_input`), and commands users
-register (:class:`CommandRegistry`).
+register (:class:`~fake_server.registered_commands.CommandRegistry`).
 
 Example:
     >>> import asyncio
@@ -44,7 +44,7 @@ import inspect  # noqa: E402
 import posixpath  # noqa: E402
 import re  # noqa: E402
 import shlex  # noqa: E402
-from collections.abc import Awaitable, Callable, KeysView, Sequence  # noqa: E402
+from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -56,6 +56,7 @@ from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
 from fake_server.live_introspection import Introspection  # noqa: E402
 from fake_server.network import Network  # noqa: E402
+from fake_server.registered_commands import CommandRegistry  # noqa: E402
 from fake_server.repl import repl  # noqa: E402
 from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
 from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
@@ -63,9 +64,6 @@ from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E40
 __all__ = [
     "RUN_OUTPUT_LIMIT",
     "BufferSink",
-    "CommandContext",
-    "CommandHandler",
-    "CommandRegistry",
     "Interpreter",
     "Invocation",
     "OutputSink",
@@ -109,71 +107,6 @@ BASE_ENV = {
     "SHELL": "/bin/bash",
     "LANG": "C.UTF-8",
 }
-
-
-@dataclass
-class CommandContext:
-    """Everything a registered command sees: filesystem, cwd, environment, streams and the
-    clock's sleep.
-
-    Example:
-        >>> async def hello(ctx: CommandContext, args: list[str]) -> int:
-        ...     ctx.stdout.write(f"hello {ctx.env.get('USER', 'root')}\\n".encode())
-        ...     return 0
-    """
-
-    fs: FileSystem
-    cwd: str
-    env: dict[str, str]
-    stdin: StdinReader
-    stdout: OutputSink
-    stderr: OutputSink
-    #: The fake clock's sleep; commands must wait on it, never on ``asyncio.sleep``.
-    sleep: Callable[[float], Awaitable[None]]
-
-
-#: A command: ``handler(ctx, args)`` (args exclude argv[0]) returns or resolves to the status.
-CommandHandler = Callable[[CommandContext, list[str]], Awaitable[int] | int]
-
-
-class CommandRegistry:
-    """Commands users add to every sandbox's shell, by name; they shadow bash's own.
-
-    Example:
-        >>> registry = CommandRegistry()
-        >>> registry.register("python3", lambda ctx, args: 0)
-        >>> registry.get("python3") is not None, registry.get("nope")
-        (True, None)
-    """
-
-    def __init__(self) -> None:
-        self._handlers: dict[str, CommandHandler] = {}
-
-    def register(self, name: str, handler: CommandHandler) -> None:
-        """Add (or replace) a command, sync or async."""
-        if not name or "/" in name or any(c.isspace() for c in name):
-            raise ValueError(f"not a command name: {name!r}")
-        self._handlers[name] = handler
-
-    def unregister(self, name: str) -> None:
-        """Remove ``name``; unknown names are ignored so teardown code can be unconditional."""
-        self._handlers.pop(name, None)
-
-    def get(self, name: str) -> CommandHandler | None:
-        return self._handlers.get(name)
-
-    def names(self) -> KeysView[str]:
-        """The registered names, as a live view: it follows later registrations."""
-        return self._handlers.keys()
-
-    def items(self) -> list[tuple[str, CommandHandler]]:
-        return list(self._handlers.items())
-
-    def copy(self) -> CommandRegistry:
-        """An independent registry with the same commands."""
-        copy = CommandRegistry()
-        copy._handlers = dict(self._handlers)
-        return copy
 
 
 @dataclass(frozen=True)
@@ -661,11 +594,3 @@ def _program(cmd: str) -> str:
 async def _awaitable(value: Any) -> Any:
     # bashkit returns an awaitable that forwards cancellation, not a coroutine.
     return await value
-
-
-async def call_handler(handler: CommandHandler, ctx: CommandContext, args: list[str]) -> int:
-    """Call a registered command, sync or async."""
-    result = handler(ctx, args)
-    if inspect.isawaitable(result):
-        result = await result
-    return int(result)

@@ -18,7 +18,8 @@ from fake_server.network import (
     SimulatedResponse,
     egress_allows,
 )
-from fake_server.shell import BufferSink, CommandContext, StdinReader
+from fake_server.registered_commands import CommandContext
+from fake_server.shell import BufferSink, StdinReader
 from fake_server.wget_command import wget
 
 API = "api.example.com"

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from fake_server.registered_commands import CommandContext, CommandRegistry
 from fake_server.result_cache import Recorder, ResultCache
 from fake_server.shell import (
     _PLANS_KEPT,
-    CommandContext,
-    CommandRegistry,
     ShellLimits,
     _kept_plan,
 )

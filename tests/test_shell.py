@@ -12,10 +12,9 @@ import pytest
 
 from fake_server.clock import ManualClock
 from fake_server.filesystem import FileSystem
+from fake_server.registered_commands import CommandContext, CommandRegistry
 from fake_server.shell import (
     RUN_OUTPUT_LIMIT,
-    CommandContext,
-    CommandRegistry,
     Invocation,
     Shell,
     ShellLimits,
