@@ -31,7 +31,7 @@ import re
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
-from fake_server.gnu_options import Failure, Options, quote
+from fake_server.gnu_options import Failure, Options, quote, version_text
 
 __all__ = ["run_date"]
 
@@ -52,15 +52,7 @@ _HELP = """Usage: date [OPTION]... [+FORMAT]
 Display date and time in the given FORMAT.
 With -s, or with [MMDDhhmm[[CC]YY][.ss]], set the date and time.
 """
-# The sandbox image is Ubuntu 24.04; scripts sniff this line to tell GNU date from BSD date.
-_VERSION = """date (GNU coreutils) 9.4
-Copyright (C) 2023 Free Software Foundation, Inc.
-License GPLv3+: GNU GPL version 3 or later <https://gnu.org/licenses/gpl.html>.
-This is free software: you are free to change and redistribute it.
-There is NO WARRANTY, to the extent permitted by law.
-
-Written by David MacKenzie.
-"""
+_VERSION = version_text("date", "David MacKenzie")
 # Long options as (name, argument, key) in glibc's table order, which its ambiguity messages
 # follow.
 _OPTIONS = Options(

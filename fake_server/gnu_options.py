@@ -16,7 +16,26 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Failure", "Options", "quote", "quotef"]
+__all__ = ["Failure", "Options", "quote", "quotef", "version_text"]
+
+
+def version_text(program: str, author: str) -> str:
+    """What ``PROGRAM --version`` prints for a command of the image's coreutils (Ubuntu 24.04
+    ships 9.4; scripts sniff the first line to tell GNU's tools from BSD's).
+
+    Example:
+        >>> version_text("date", "David MacKenzie").splitlines()[0]
+        'date (GNU coreutils) 9.4'
+    """
+    return (
+        f"{program} (GNU coreutils) 9.4\n"
+        "Copyright (C) 2023 Free Software Foundation, Inc.\n"
+        "License GPLv3+: GNU GPL version 3 or later <https://gnu.org/licenses/gpl.html>.\n"
+        "This is free software: you are free to change and redistribute it.\n"
+        "There is NO WARRANTY, to the extent permitted by law.\n"
+        f"\nWritten by {author}.\n"
+    )
+
 
 #: What an option's argument is: none, required, or optional (attached only).
 Argument = str  # "no" | "req" | "opt"

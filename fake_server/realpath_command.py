@@ -21,7 +21,7 @@ import enum
 from collections import deque
 from typing import Any, Protocol
 
-from fake_server.gnu_options import Failure, Options, quotef
+from fake_server.gnu_options import Failure, Options, quotef, version_text
 
 __all__ = ["run_realpath"]
 
@@ -58,14 +58,7 @@ all but the last component must exist
       --help        display this help and exit
       --version     output version information and exit
 """
-_VERSION = """realpath (GNU coreutils) 9.4
-Copyright (C) 2023 Free Software Foundation, Inc.
-License GPLv3+: GNU GPL version 3 or later <https://gnu.org/licenses/gpl.html>.
-This is free software: you are free to change and redistribute it.
-There is NO WARRANTY, to the extent permitted by law.
-
-Written by Padraig Brady.
-"""
+_VERSION = version_text("realpath", "Padraig Brady")
 #: Symbolic links one name may go through (Linux's limit) before it is a loop.
 _MAX_LINKS = 40
 #: What a component is: the first two, or why it is neither (an errno's message).
