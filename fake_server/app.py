@@ -477,7 +477,7 @@ async def _after(
     if action.type == "gate" and action.get("when") == "after":
         # The effect has happened: what is left to change is the answer, if not sent yet.
         outcome = await _hold(
-            fake, request, rule, frozenset() if response.prepared else _AFTER_EFFECT
+            fake, request, rule, frozenset() if _sent(response) else _AFTER_EFFECT
         )
         if outcome == "error":  # answered 503 although the effect stays (a proxy's timeout)
             raise ApiError(503, errors.INJECTED_ERROR)
@@ -491,6 +491,12 @@ async def _after(
             status=200, body=b'{"status":"success","data":{', content_type="application/json"
         )
     return response
+
+
+def _sent(response: web.StreamResponse) -> bool:
+    """Whether the response's headers have gone out (a stream's, or one that ended): aiohttp
+    before 3.10 says a response whose end was written is no longer prepared."""
+    return response.prepared or bool(getattr(response, "_eof_sent", False))
 
 
 def _http_exception(exc: web.HTTPException) -> web.StreamResponse:

@@ -160,22 +160,24 @@ async def test_a_stream_held_after_its_answer_went_out_takes_no_outcome(
     fake.faults.gate("g", when="after", route="POST /v1/sandboxes/{id}/exec")
     # A session of its own: the held connection has sent a whole answer, and the control
     # requests below must not be queued behind the held request on it.
-    streaming = aiohttp.ClientSession(headers={"X-Api-Key": api_key})
-    url = client.make_url(f"/v1/sandboxes/{sandbox}/exec?stream=true")
-    stream = asyncio.ensure_future(streaming.post(url, json={"cmd": "echo", "args": ["hi"]}))
-    [held] = await holding(fake, client, 1)
-    assert held["outcomes"] == []
-    refused = await client.post(
-        "/_fake/gates/g/release", json={"request": held["id"], "outcome": "lost"}
-    )
-    await expect_error(refused, 400, "its answer has been sent")
-    gate = fake.faults.gates["g"]
-    with pytest.raises(ValueError, match="cannot apply"):
-        gate.release_request(gate.holding[0], "error")
-    assert gate.release_request(gate.holding[0]) is True
-    async with streaming, await stream as response:
-        assert response.status == 200
-        assert b'"exit_code":0' in await response.read()
+    async with aiohttp.ClientSession(headers={"X-Api-Key": api_key}) as streaming:
+        url = client.make_url(f"/v1/sandboxes/{sandbox}/exec?stream=true")
+        stream = asyncio.ensure_future(streaming.post(url, json={"cmd": "echo", "args": ["hi"]}))
+        try:
+            [held] = await holding(fake, client, 1)
+            assert held["outcomes"] == []
+            refused = await client.post(
+                "/_fake/gates/g/release", json={"request": held["id"], "outcome": "lost"}
+            )
+            await expect_error(refused, 400, "its answer has been sent")
+            gate = fake.faults.gates["g"]
+            with pytest.raises(ValueError, match="cannot apply"):
+                gate.release_request(gate.holding[0], "error")
+        finally:
+            fake.faults.gates["g"].open()
+        async with await stream as response:
+            assert response.status == 200
+            assert b'"exit_code":0' in await response.read()
 
 
 async def test_finish_ends_the_transition_in_flight_now(fake: FakeCreateOS, client: Client) -> None:
