@@ -119,6 +119,19 @@ RESUME_DURING_CLEANUP_FIX: Final = (
     f"delete) has finished. When the provider refuses with {CLEANUP_PENDING_MESSAGE!r}, retry "
     "with backoff; when the cleanup is unconfirmed, destroy the lease and acquire a fresh one."
 )
+#: The same checks' fixes for a provider scenario, where the code under test is the provider's
+#: own lifecycle (the host's advice, "serialise your calls", is not the provider's to follow).
+PROVIDER_WORK_ON_CLOSING_FIX: Final = (
+    "The provider sent work to a sandbox going away: from the start of release() or destroy() "
+    "until its pause or delete has finished, refuse execute() and resume() at once, and let "
+    "release() return only once that cleanup is over (the sandbox paused or gone)."
+)
+PROVIDER_RESUME_DURING_CLEANUP_FIX: Final = (
+    "The provider sent a resume while its own pause or delete of the lease was in flight: keep "
+    "a closing state per lease from the start of release() or destroy() until its cleanup "
+    f"ends, refuse resume() at once with {CLEANUP_PENDING_MESSAGE!r} while it is set, and let "
+    "release() return only once the pause or delete has finished."
+)
 REUSED_AFTER_DESTROY_FIX: Final = (
     "A destroyed lease is gone for good: forget it once its destroy is sent, and acquire a "
     "fresh lease (resume() may return that replacement) instead of resuming or using it."

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shlex
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -338,6 +339,8 @@ class Scenario:
     name: str
     summary: str
     play: Callable[..., Awaitable[None]] = field(repr=False, compare=False)
+    #: What to change, by check, where the code under test needs other advice than a host's.
+    fixes: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -373,26 +376,36 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
 )
 
+#: A provider scenario's advice for the journal's checks (see :attr:`Scenario.fixes`).
+_PROVIDER_FIXES = {
+    text.NO_WORK_ON_CLOSING: text.PROVIDER_WORK_ON_CLOSING_FIX,
+    text.NO_RESUME_DURING_CLEANUP: text.PROVIDER_RESUME_DURING_CLEANUP_FIX,
+}
+
 PROVIDER_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "resume-while-release-in-flight",
         "resume() while the provider's own release is in flight is refused at once",
         _provider_resume_while_release,
+        _PROVIDER_FIXES,
     ),
     Scenario(
         "resume-while-destroy-in-flight",
         "resume() while the provider's own destroy is in flight is refused at once",
         _provider_resume_while_destroy,
+        _PROVIDER_FIXES,
     ),
     Scenario(
         "resume-after-lost-process-start",
         "after execute() lost a process start, resume() is refused until a destroy succeeds",
         _provider_resume_after_lost_start,
+        _PROVIDER_FIXES,
     ),
     Scenario(
         "resume-after-failed-delete",
         "after a failed delete, resume() is refused until a destroy succeeds",
         _provider_resume_after_failed_delete,
+        _PROVIDER_FIXES,
     ),
 )
 
@@ -421,5 +434,9 @@ async def play(kit: ConformanceKit, scenario: Scenario, *subject: Any) -> Scenar
     finally:
         await run.close()
     report = run.verdict()
+    report.violations = [
+        dataclasses.replace(v, fix=scenario.fixes[v.check]) if v.check in scenario.fixes else v
+        for v in report.violations
+    ]
     kit.destroy_created_since(run.start)
     return report

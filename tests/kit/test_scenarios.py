@@ -425,3 +425,23 @@ async def test_the_provider_classs_paused_variant_meets_a_pause_in_flight(
     report.assert_ok()
     createos_server.journal.assert_requested("POST /v1/sandboxes/{id}/pause", times=1)
     createos_server.journal.assert_not_requested("DELETE /v1/sandboxes/{id}")
+
+
+async def test_a_provider_scenario_gives_a_providers_fix(
+    createos_kit: ConformanceKit, warm_params: dict[str, Any]
+) -> None:
+    # Its journal's checks told a provider a host's remedies ("stop accepting commands once a
+    # release starts", "serialise lifecycle calls per lease"), not what to change in itself.
+    fixes: dict[str, set[str]] = {}
+    for scenario in ("resume-while-release-in-flight", "resume-while-destroy-in-flight"):
+        async with GuardlessProvider() as provider:
+            report = await createos_kit.run_provider(scenario, provider, warm_params)
+        for violation in report.violations:
+            fixes.setdefault(violation.check, set()).add(violation.fix)
+    assert fixes[text.NO_WORK_ON_CLOSING] == {text.PROVIDER_WORK_ON_CLOSING_FIX}
+    assert fixes[text.PROVIDER_REFUSES_RESUME] == {text.PROVIDER_REFUSAL_FIX}
+    # Every provider scenario gives a provider's advice for the checks a host's would be given.
+    for scenario in PROVIDER_SCENARIOS:
+        assert scenario.fixes[text.NO_RESUME_DURING_CLEANUP] == (
+            text.PROVIDER_RESUME_DURING_CLEANUP_FIX
+        )
