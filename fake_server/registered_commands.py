@@ -20,7 +20,20 @@ from dataclasses import dataclass
 from fake_server.filesystem import FileSystem
 from fake_server.streams import OutputSink, StdinReader
 
-__all__ = ["CommandContext", "CommandHandler", "CommandRegistry", "call_handler"]
+__all__ = ["UNSHADOWED", "CommandContext", "CommandHandler", "CommandRegistry", "call_handler"]
+
+#: Names a registered command cannot take: the shell's keywords, and the builtins (the shells
+#: among them) that the sandbox's interpreter always runs itself. Registered, it would never run.
+UNSHADOWED = frozenset(
+    {
+        # keywords
+        "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi",
+        "for", "function", "if", "in", "select", "then", "time", "until", "while",
+        # builtins the interpreter keeps
+        ".", "bash", "builtin", "command", "declare", "eval", "exec", "export", "getopts",
+        "let", "local", "return", "sh", "source", "unset",
+    }
+)  # fmt: skip
 
 
 @dataclass
@@ -49,7 +62,8 @@ CommandHandler = Callable[[CommandContext, list[str]], Awaitable[int] | int]
 
 
 class CommandRegistry:
-    """Commands users add to every sandbox's shell, by name; they shadow bash's own.
+    """Commands users add to every sandbox's shell, by name; they shadow bash's own commands
+    and most builtins (not those of :data:`UNSHADOWED`, which are refused).
 
     Example:
         >>> registry = CommandRegistry()
@@ -65,6 +79,11 @@ class CommandRegistry:
         """Add (or replace) a command, sync or async."""
         if not name or "/" in name or any(c.isspace() for c in name):
             raise ValueError(f"not a command name: {name!r}")
+        if name in UNSHADOWED:
+            raise ValueError(
+                f"{name!r} is run by the sandbox's shell itself (a keyword, or a builtin its"
+                f" interpreter keeps): a registered {name} would never run"
+            )
         self._handlers[name] = handler
 
     def unregister(self, name: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -12,7 +13,7 @@ import pytest
 
 from fake_server.clock import ManualClock
 from fake_server.filesystem import FileSystem
-from fake_server.registered_commands import CommandContext, CommandRegistry
+from fake_server.registered_commands import UNSHADOWED, CommandContext, CommandRegistry
 from fake_server.shell import (
     RUN_OUTPUT_LIMIT,
     Invocation,
@@ -442,6 +443,30 @@ async def test_registered_commands_get_argv_env_cwd_and_stdin(h: Harness) -> Non
     result = await h.sh("cd /tmp && echo piped | MODE=x tool 'a b' c; echo $?")
     assert result == Result(0, "tool out\n5\n", "tool err\n")
     assert seen == [(["a b", "c"], "/tmp", "x", b"piped\n")]
+
+
+@pytest.mark.parametrize("name", ["bash", "sh", "eval", "export", "if"])
+def test_a_name_the_shell_keeps_cannot_be_registered(name: str) -> None:
+    # register("bash", ...) was taken, and the command never ran: bash -c still ran the
+    # interpreter's own shell.
+    with pytest.raises(ValueError, match=f"'{re.escape(name)}' is run by the sandbox's shell"):
+        CommandRegistry().register(name, lambda ctx, args: 0)
+
+
+async def test_the_names_refused_are_those_the_interpreter_never_hands_over(h: Harness) -> None:
+    # What the refusal stands on: registered behind its back, none of them ever runs, while
+    # a builtin the interpreter does hand over (echo, set, cd) runs the registered command.
+    def mine(ctx: CommandContext, args: list[str]) -> int:
+        ctx.stdout.write(b"REGISTERED\n")
+        return 0
+
+    for name in [*sorted(UNSHADOWED), "echo", "set", "cd"]:
+        h.registry._handlers[name] = mine  # bypassing register's refusal
+    for name in sorted(UNSHADOWED):  # a keyword out of place is a syntax error: nothing runs
+        result = await h.sh(f"{name} x 2>/dev/null; true")
+        assert "REGISTERED" not in result.out, name
+    for name in ("echo", "set", "cd"):
+        assert "REGISTERED" in (await h.sh(f"{name} x")).out, name
 
 
 async def test_registered_command_reads_a_process_stdin_live(h: Harness) -> None:
