@@ -19,7 +19,7 @@ import itertools
 import re
 from dataclasses import asdict, dataclass
 
-__all__ = ["OUTCOMES", "Gate", "GateTimeout", "HeldRequest", "outcomes_for"]
+__all__ = ["OUTCOMES", "WAIT_HELD_S", "Gate", "GateTimeout", "HeldRequest", "outcomes_for"]
 
 #: What a request let go with :meth:`Gate.release_request` may be told to do besides going on,
 #: and what each does (the docs' table shows these words). A request held after its effect (a
@@ -32,6 +32,10 @@ OUTCOMES = {
     "stuck": "the transition a pause, resume, fork or sandbox `DELETE` starts never finishes"
     " (until `POST /_fake/sandboxes/{id}/finish`)",
 }
+
+#: How long (real seconds) a wait for held requests waits unless told otherwise: the Python
+#: handles' ``wait_held`` and the control API's ``GET /_fake/gates/{name}?held=N``.
+WAIT_HELD_S = 5.0
 
 _PROCESS = re.compile(r"^/v1/sandboxes/[^/]+/processes/[^/]+$")
 _TRANSITION = re.compile(r"^/v1/sandboxes/[^/]+(/pause|/resume|/fork)?$")
@@ -219,7 +223,7 @@ class Gate:
         self.opened = True
         return self.release()
 
-    async def wait_held(self, count: int = 1, timeout: float = 5.0) -> None:
+    async def wait_held(self, count: int = 1, timeout: float = WAIT_HELD_S) -> None:
         """Wait until at least ``count`` requests are held (real seconds of timeout, so a test
         that never makes the request fails fast instead of hanging)."""
         if self.held >= count:

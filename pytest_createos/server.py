@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fake_server.fault_rules import RuleShortcuts
+from fake_server.gates import WAIT_HELD_S
 from fake_server.journal import Entry, Journal
 from fake_server.routes import route_table
 from pytest_createos.channel import ALIVE, ControlChannel
@@ -79,7 +80,7 @@ class GateHandle:
         """Requests that went through the gate so far."""
         return int(self._channel.gate(self.name)["passed"])
 
-    def wait_held(self, count: int = 1, timeout: float = 5.0) -> None:
+    def wait_held(self, count: int = 1, timeout: float = WAIT_HELD_S) -> None:
         """Block until at least ``count`` requests are held (``TimeoutError`` otherwise).
 
         For sync code only: in a thread that runs an event loop it raises
@@ -91,7 +92,7 @@ class GateHandle:
         )
         self._channel.wait_gate(self.name, count, timeout)
 
-    async def async_wait_held(self, count: int = 1, timeout: float = 5.0) -> None:
+    async def async_wait_held(self, count: int = 1, timeout: float = WAIT_HELD_S) -> None:
         """Wait until at least ``count`` requests are held (``TimeoutError`` otherwise)."""
         await self._channel.async_wait_gate(self.name, count, timeout)
 

@@ -32,7 +32,7 @@ from fake_server.api_schema import (
 from fake_server.clock import ManualClock
 from fake_server.errors import ApiError
 from fake_server.fault_rules import DEFAULT_MARKER_PATH, MARKER_MODES, FaultError, rules_in
-from fake_server.gates import OUTCOMES, Gate, GateTimeout
+from fake_server.gates import OUTCOMES, WAIT_HELD_S, Gate, GateTimeout
 from fake_server.journal import JOURNAL_PAGE, JOURNAL_PAGE_MAX
 from fake_server.routes.common import (
     Route,
@@ -147,17 +147,14 @@ def _gate(request: web.Request) -> Gate:
     return gate
 
 
-#: How long ``GET /_fake/gates/{name}?held=N`` waits by default (what ``wait_held`` waits).
-GATE_WAIT_MS = 5000
-
-
 async def get_gate(request: web.Request) -> web.Response:
     gate = _gate(request)
     count = query_int(request.query, "held", 0)
     if count:
         # A long-poll: a client outside Python waits for a request to be held without polling.
         cap = fake_of(request).config.max_wait_ms
-        timeout_ms = query_int(request.query, "timeout_ms", GATE_WAIT_MS, high=cap) or cap
+        default = round(WAIT_HELD_S * 1000)
+        timeout_ms = query_int(request.query, "timeout_ms", default, high=cap) or cap
         try:
             await unless_client_leaves(request, gate.wait_held(count, timeout_ms / 1000))
         except GateTimeout as exc:
@@ -526,8 +523,8 @@ ROUTES: Routes = (
                 query(
                     "timeout_ms",
                     integer(minimum=0),
-                    f"How long `held` waits, in real time (default {GATE_WAIT_MS}; capped by"
-                    " the fake's maximum wait, which is also what 0 means); 408 then.",
+                    f"How long `held` waits, in real time (default {WAIT_HELD_S * 1000:.0f}; capped"
+                    " by the fake's maximum wait, which is also what 0 means); 408 then.",
                 ),
             ],
         ),
