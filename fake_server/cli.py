@@ -304,8 +304,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--strict needs at least one --api-key")
     if not 0 <= args.port <= 65535:
         parser.error("--port must be between 0 and 65535")
-    if min(args.transition_ms, args.create_ms, args.latency_ms, args.jitter_ms) < 0:
-        parser.error("durations must not be negative")
     fake = FakeCreateOS(config_from_args(args))
     try:
         fake.faults.add_all(startup_rules(args))
