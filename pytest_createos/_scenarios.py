@@ -382,30 +382,32 @@ _PROVIDER_FIXES = {
     text.NO_RESUME_DURING_CLEANUP: text.PROVIDER_RESUME_DURING_CLEANUP_FIX,
 }
 
+
+def _provider_scenario(name: str, summary: str, play: Callable[..., Awaitable[None]]) -> Scenario:
+    """A scenario whose code under test is a provider (it gets a provider's advice)."""
+    return Scenario(name, summary, play, _PROVIDER_FIXES)
+
+
 PROVIDER_SCENARIOS: tuple[Scenario, ...] = (
-    Scenario(
+    _provider_scenario(
         "resume-while-release-in-flight",
         "resume() while the provider's own release is in flight is refused at once",
         _provider_resume_while_release,
-        _PROVIDER_FIXES,
     ),
-    Scenario(
+    _provider_scenario(
         "resume-while-destroy-in-flight",
         "resume() while the provider's own destroy is in flight is refused at once",
         _provider_resume_while_destroy,
-        _PROVIDER_FIXES,
     ),
-    Scenario(
+    _provider_scenario(
         "resume-after-lost-process-start",
         "after execute() lost a process start, resume() is refused until a destroy succeeds",
         _provider_resume_after_lost_start,
-        _PROVIDER_FIXES,
     ),
-    Scenario(
+    _provider_scenario(
         "resume-after-failed-delete",
         "after a failed delete, resume() is refused until a destroy succeeds",
         _provider_resume_after_failed_delete,
-        _PROVIDER_FIXES,
     ),
 )
 
