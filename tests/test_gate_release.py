@@ -288,9 +288,10 @@ async def test_a_gate_answers_once_it_holds_the_requests_asked_for(
     # A client outside Python had to poll the gate to learn that a request was held.
     sandbox = (await create_sandbox(client))["id"]
     fake.faults.gate("g", route="POST /v1/sandboxes/{id}/pause")
+    # Nothing held: no answer until its timeout (a plain read would say held 0 at once).
+    nothing = await client.get("/_fake/gates/g?held=1&timeout_ms=10")
+    await expect_error(nothing, 408, "gate 'g': 0 request(s) held after 0.01s, expected 1")
     waiting = asyncio.ensure_future(client.get("/_fake/gates/g?held=1"))
-    await asyncio.sleep(0)
-    assert not waiting.done()
     pause = asyncio.ensure_future(client.post(f"/v1/sandboxes/{sandbox}/pause"))
     answer = await waiting
     assert (await answer.json())["data"]["held"] == 1
