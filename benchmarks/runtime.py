@@ -47,38 +47,46 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import gc
-import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-from _serving import child_env, open_fds, rss_bytes
+from _runtime_fake import (
+    API_KEY,
+    DRAIN_TIMEOUT,
+    EXEC_BODY,
+    ROOT,
+    SHAPE,
+    BenchmarkError,
+    Fake,
+    check_exec,
+    describe,
+    percentile,
+    pinned,
+    sample_healthz,
+    serve,
+    start_fake,
+    verdict,
+)
+from _runtime_streams import measure_streams, stream_client
+from _serving import open_fds, rss_bytes
 
 if TYPE_CHECKING:
     # Imported where used: importing throughput puts this checkout first on sys.path, and the
     # server processes must import the fake_server of the tree they were started for.
-    from throughput import Run, Server
+    from throughput import Run
 
-ROOT = Path(__file__).resolve().parent.parent
-#: This file, which is also the server process and the stream client.
-SCRIPT = str(Path(__file__).resolve())
-API_KEY = "skp_benchmark"
-SHAPE = "s-1vcpu-1gb"
-EXEC_BODY = json.dumps({"cmd": "echo", "args": ["hi"]}, separators=(",", ":"))
 #: A CPU-heavy script: bash arithmetic in a loop, nothing written.
 LOOP_SCRIPT = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done; echo $i"
 #: A script that writes 2 MiB with printf, then 4 MiB more with cat (stdout: the final size).
@@ -92,142 +100,8 @@ FILE_BYTES = 8 << 20  # four per sandbox: the files API caps one file at 10 MB
 FILES_PER_SANDBOX = 4
 #: ``--baseline``'s default: the last revision with the hand-written emulator.
 EMULATOR = "emulator"
-#: Hard bounds on the loops that wait for the fake (seconds).
-DRAIN_TIMEOUT = 180.0
+#: Hard bound on the wait for destroyed sandboxes (seconds).
 DESTROY_TIMEOUT = 30.0
-
-
-class BenchmarkError(Exception):
-    """A measurement that cannot be trusted (a failed request, a wrong answer)."""
-
-
-def verdict(label: str, figure: str, target: str, met: bool) -> str:
-    return f"{label}: {figure}   target {target}   {'MET' if met else 'BELOW'}"
-
-
-# -- the fake in its own process ---------------------------------------------------------------
-
-
-def serve(tree: str, *, streams: bool = False) -> None:
-    """Serve the fake of ``tree`` with one tenant and one running sandbox; print where. For the
-    streams measurement (``streams``): a 16 MiB process journal, so that 10 MiB stays
-    replayable, and a :class:`LoopWatch` that prints its figures on each SIGUSR1."""
-    import fake_server
-    from fake_server import FakeCreateOS, ServerConfig, cli
-    from fake_server.runner import start_site
-    from fake_server.sandboxes import CreateSpec
-
-    origin = Path(fake_server.__file__).resolve()
-    if not origin.is_relative_to(Path(tree).resolve()):
-        raise SystemExit(f"imported {origin}, not the fake_server of {tree}")
-
-    async def main() -> None:
-        config = ServerConfig(seed=1, api_keys=(API_KEY,), transition_ms=0)
-        if streams:
-            config = config.with_changes(output_cap_bytes=STREAM_OUTPUT_CAP)
-            watch = LoopWatch()
-            watching = asyncio.ensure_future(watch.run())
-            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, watch.report)
-        fake = FakeCreateOS(config)
-        sandbox = fake.sandboxes.create(fake.tenant(API_KEY), CreateSpec(shape=SHAPE))
-        _, url = await start_site(fake, "127.0.0.1", 0)
-        if hasattr(cli, "freeze_startup_heap"):  # as fake-createos serve does (older trees: not)
-            cli.freeze_startup_heap()
-        info = {"url": url, "sandbox": sandbox.id, "fake_server": str(origin)}
-        print(json.dumps(info), flush=True)
-        await asyncio.Event().wait()
-        if streams:
-            watching.cancel()
-
-    # SIGTERM (how the parent stops a server) ends it as quietly as Ctrl-C.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with contextlib.suppress(KeyboardInterrupt, SystemExit):
-        asyncio.run(main())
-
-
-class LoopWatch:
-    """A task on the served fake's loop that wakes every millisecond and keeps the longest
-    stretch between two of its turns, in CPU time of the loop's thread: how long the loop ran
-    something else without a break. Unlike a latency seen by a client, it does not count the
-    time the process waited for a CPU (other work on the machine), so it separates a stream
-    that holds the loop from a busy machine. It also keeps the longest garbage collection (CPU
-    time of the thread that ran it; it holds the interpreter, so the loop too), which any
-    allocation can start. ``report`` prints both as JSON and starts over."""
-
-    TICK_S = 0.001
-
-    def __init__(self) -> None:
-        self.longest_turn = 0.0
-        self.longest_gc = 0.0
-        self._gc_started = 0.0
-        gc.callbacks.append(self._collecting)
-
-    async def run(self) -> None:
-        cpu = time.thread_time()
-        while True:
-            await asyncio.sleep(self.TICK_S)
-            now = time.thread_time()
-            self.longest_turn = max(self.longest_turn, now - cpu)
-            cpu = now
-
-    def _collecting(self, phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            self._gc_started = time.thread_time()
-        else:
-            self.longest_gc = max(self.longest_gc, time.thread_time() - self._gc_started)
-
-    def report(self) -> None:
-        figures = {"turn_ms": self.longest_turn * 1000, "gc_ms": self.longest_gc * 1000}
-        print(json.dumps(figures), flush=True)
-        self.longest_turn = self.longest_gc = 0.0
-
-
-@dataclass
-class Fake:
-    """A fake served by a child process: its base URL and its one sandbox."""
-
-    base: str
-    sandbox: str
-    #: For throughput.py's client: the exec URL and the headers every request sends.
-    server: Server
-
-    @property
-    def exec_url(self) -> str:
-        return f"{self.base}/v1/sandboxes/{self.sandbox}/exec"
-
-
-def start_fake(name: str, tree: Path, cpus: set[int] | None, *, streams: bool = False) -> Fake:
-    """``runtime.py --serve TREE`` with ``TREE`` first on the path (and as the cwd), so the
-    child imports that tree's ``fake_server``: this script's own directory, which Python puts
-    first, holds none."""
-    from throughput import Server, spawn_server
-
-    env = child_env()
-    env["PYTHONPATH"] = str(tree)
-    command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(tree)]
-    if streams:
-        command.append("--serve-streams")
-    process, info = spawn_server(name, command, cpus, cwd=tree, env=env)
-    headers = {"X-Api-Key": API_KEY, "Content-Type": "application/json"}
-    fake = Fake(info["url"], info["sandbox"], Server(name, process, "", headers))
-    fake.server.url = fake.exec_url
-    return fake
-
-
-def check_exec(fake: Fake) -> int:
-    """One exec, checked (the benchmark must measure successful answers); its body size."""
-    request = urllib.request.Request(
-        fake.exec_url, data=EXEC_BODY.encode(), headers=fake.server.headers, method="POST"
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            body: bytes = response.read()
-    except OSError as exc:  # HTTPError, URLError, timeouts
-        raise BenchmarkError(f"{fake.server.name}: exec failed: {exc}") from None
-    result = json.loads(body)["data"]["result"]
-    if result["stdout"] != "hi\n" or result["exit_code"] != 0:
-        raise BenchmarkError(f"{fake.server.name}: unexpected exec answer {result}")
-    return len(body)
 
 
 # -- 1. exec throughput, before and after ------------------------------------------------------
@@ -347,34 +221,6 @@ def measure_exec(args: argparse.Namespace, cpus: tuple[set[int] | None, set[int]
 # -- 2. /healthz latency while heavy scripts run ---------------------------------------------
 
 
-@contextlib.contextmanager
-def pinned(cpus: set[int] | None) -> Iterator[None]:
-    """Run this process (and the children it starts meanwhile) on ``cpus``; restore after."""
-    affinity = os.sched_getaffinity(0) if cpus and hasattr(os, "sched_getaffinity") else None
-    if affinity is None:
-        yield
-        return
-    os.sched_setaffinity(0, cpus or affinity)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, affinity)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (``q`` in 0..100) of a non-empty sequence."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
-
-
-def describe(values: Sequence[float]) -> str:
-    return (
-        f"n={len(values):>6,}  p50 {percentile(values, 50):6.2f} ms  "
-        f"p99 {percentile(values, 99):6.2f} ms  max {max(values):7.2f} ms"
-    )
-
-
 @dataclass
 class Load:
     """Scripts kept running through ``/exec``: each slot starts its script again when it ends."""
@@ -408,35 +254,6 @@ class Load:
 
     async def run(self) -> None:
         await asyncio.gather(*(self.slot(script, expected) for script, expected in self.scripts))
-
-
-async def sample_healthz(
-    session: aiohttp.ClientSession,
-    url: str,
-    seconds: float,
-    limit: int,
-    load: Load | None = None,
-    *,
-    until: asyncio.Future[Any] | None = None,
-) -> tuple[list[float], list[int]]:
-    """Sequential GETs for ``seconds`` (at most ``limit``, and only until ``until`` is done
-    when given): their latencies in ms, and how many scripts were in flight at each."""
-    latencies: list[float] = []
-    in_flight: list[int] = []
-    deadline = time.perf_counter() + seconds
-    while (
-        len(latencies) < limit
-        and time.perf_counter() < deadline
-        and (until is None or not until.done())
-    ):
-        started = time.perf_counter()
-        async with session.get(url) as response:
-            await response.read()
-        latencies.append((time.perf_counter() - started) * 1000)
-        if response.status != 200:
-            raise BenchmarkError(f"/healthz answered HTTP {response.status}")
-        in_flight.append(load.in_flight if load is not None else 0)
-    return latencies, in_flight
 
 
 async def healthz_rounds(
@@ -474,7 +291,7 @@ async def healthz_rounds(
                 running = asyncio.ensure_future(load.run())
                 await asyncio.sleep(0.2)  # every script has started
                 latencies, counts = await sample_healthz(
-                    probe, healthz_url, args.healthz_seconds, 10**6, load
+                    probe, healthz_url, args.healthz_seconds, 10**6, lambda: load.in_flight
                 )
                 busy += latencies
                 in_flight += counts
@@ -713,440 +530,6 @@ def measure_stop(args: argparse.Namespace) -> bool:
         figure = f"p50 {percentile(values, 50):.1f} ms, max {max(values):.1f} ms"
         print(verdict(f"{label}: time to stop", figure, f"<= {args.max_stop_ms:g} ms", ok))
     return met
-
-
-# -- 5. /healthz while a 10 MiB stream is written; live follow vs replay ----------------------
-
-#: A file of a line short of 2 MiB that the streamed commands write five times (a line short of
-#: 10 MiB each: the interpreter passes on 10 MiB of one run's stdout, and a stream that reaches
-#: that gets the fake's notice on stderr), made once per run.
-STREAM_PART = "/tmp/bench-stream"
-STREAM_PART_LINES = 2047
-STREAM_PART_BYTES = STREAM_PART_LINES * 1024
-STREAM_BYTES = 5 * STREAM_PART_BYTES
-MAKE_STREAM_PART = (
-    "s=$(printf '%01023d' 0);"
-    f" for i in $(seq 1 {STREAM_PART_LINES}); do printf '%s\\n' \"$s\"; done"
-    f" > {STREAM_PART}; wc -c < {STREAM_PART}"
-)
-CAT_STREAM = "cat " + " ".join([STREAM_PART] * 5)
-#: A process that says it is ready, waits for a line of input, then writes the 10 MiB: a
-#: ``connect`` opened before the input sees every byte live.
-READY = "ready\n"
-GATED_STREAM = f"printf {READY!r}; read -r go; {CAT_STREAM}"
-#: The streams fake's per-process journal: all 10 MiB must stay replayable.
-STREAM_OUTPUT_CAP = 16 << 20
-STREAM_KINDS = ("exec ?stream=true", "connect follow", "connect replay")
-
-
-@dataclass
-class StreamRun:
-    """What the stream client saw: seconds from ``connected`` (see :func:`stream_client`) to
-    the end of the stream, the payload bytes its frames carried, and the exit frame's status."""
-
-    seconds: float
-    payload: int
-    frames: int
-    exit_code: int | None
-
-    @property
-    def mib_per_s(self) -> float:
-        return self.payload / (1 << 20) / self.seconds if self.seconds else 0.0
-
-
-def stream_client(spec_json: str) -> None:
-    """The client of one stream, in its own process so that reading 14 MB of NDJSON never
-    delays the ``/healthz`` probe, and over a bare socket with a 1 MiB receive buffer so that it
-    costs little CPU and is never what limits the stream's speed (http.client decodes chunks in
-    Python and was). Prints ``connected`` once the headers (and ``skip_lines`` lines) arrived,
-    ``done`` at the end of the stream, then its :class:`StreamRun` as JSON (or ``{"error":
-    ...}``); the frames are decoded and checked only after the clock stopped."""
-    import socket
-    import urllib.parse
-
-    spec = json.loads(spec_json)
-    url = urllib.parse.urlsplit(spec["url"])
-    body = (spec["body"] or "").encode()
-    head = [
-        f"{spec['method']} {url.path}?{url.query} HTTP/1.1",
-        f"Host: {url.netloc}",
-        "Connection: close",  # the end of the answer is the end of the connection
-        f"Content-Length: {len(body)}",
-        *(f"{name}: {value}" for name, value in spec["headers"].items()),
-    ]
-    received = bytearray()
-    buffer = bytearray(1 << 20)
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-
-    with socket.create_connection((url.hostname, url.port), timeout=DRAIN_TIMEOUT) as sock:
-
-        def receive() -> int:
-            count = sock.recv_into(buffer)
-            received.extend(memoryview(buffer)[:count])
-            return count
-
-        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-        while b"\r\n\r\n" not in received and receive():
-            pass
-        headers, _, _ = bytes(received).partition(b"\r\n\r\n")
-        if not headers.startswith(b"HTTP/1.1 200 "):
-            say(json.dumps({"error": f"answer {bytes(received[:300])!r}"}))
-            return
-        # Every NDJSON line ends in "}\n", which neither JSON text nor chunk framing contains.
-        while received.count(b"}\n") < spec["skip_lines"] and receive():
-            pass
-        started = time.perf_counter()
-        say("connected")
-        while receive():
-            pass
-        seconds = time.perf_counter() - started
-    say("done")
-    frames, problem = _ndjson_frames(bytes(received))
-    if problem:
-        say(json.dumps({"error": problem}))
-        return
-    payload, exit_code, seq = 0, None, None
-    for frame in frames[spec["skip_lines"] :]:
-        if exit_code is not None or "error" in frame:
-            say(json.dumps({"error": f"unexpected frame {json.dumps(frame)[:200]}"}))
-            return
-        if "data_base64" in frame:
-            if seq is not None and frame["seq"] != seq + 1:
-                say(json.dumps({"error": f"seq {frame['seq']} after {seq}"}))
-                return
-            seq = frame["seq"]
-            payload += len(base64.b64decode(frame["data_base64"]))
-        elif "stdout" in frame or "stderr" in frame:
-            payload += len((frame.get("stdout") or frame.get("stderr") or "").encode())
-        elif "exit_code" in frame:
-            exit_code = frame["exit_code"]
-    frame_count = len(frames) - spec["skip_lines"]
-    say(
-        json.dumps(
-            {"seconds": seconds, "payload": payload, "frames": frame_count, "exit": exit_code}
-        )
-    )
-
-
-def _ndjson_frames(answer: bytes) -> tuple[list[dict[str, Any]], str]:
-    """The frames of a chunked NDJSON answer (headers included), or a problem."""
-    headers, _, raw = answer.partition(b"\r\n\r\n")
-    if b"transfer-encoding: chunked" not in headers.lower():
-        return [], f"not a chunked answer: {headers!r}"
-    body = bytearray()
-    position = 0
-    while True:
-        end = raw.find(b"\r\n", position)
-        if end < 0:
-            return [], "the answer ends inside its chunks"
-        size = int(raw[position:end].split(b";")[0], 16)
-        if size == 0:
-            break
-        body += raw[end + 2 : end + 2 + size]
-        position = end + 2 + size + 2
-    return [json.loads(line) for line in body.splitlines()], ""
-
-
-class StreamClient:
-    """A :func:`stream_client` process and the lines it prints."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-
-    @classmethod
-    async def start(
-        cls, url: str, *, method: str = "GET", body: Any = None, skip_lines: int = 0
-    ) -> StreamClient:
-        spec = {
-            "url": url,
-            "method": method,
-            "headers": {"X-Api-Key": API_KEY, "Content-Type": "application/json"},
-            "body": None if body is None else json.dumps(body),
-            "skip_lines": skip_lines,
-        }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            SCRIPT,
-            "--stream-client",
-            json.dumps(spec),
-            stdout=asyncio.subprocess.PIPE,
-            env=child_env(),
-        )
-        return cls(process)
-
-    async def line(self) -> str:
-        assert self.process.stdout is not None
-        raw = await asyncio.wait_for(self.process.stdout.readline(), DRAIN_TIMEOUT)
-        text = raw.decode().strip()
-        if not text or text.startswith("{"):
-            # Too early: an error, or the process ended.
-            raise BenchmarkError(f"stream client: {text or 'ended without a word'}")
-        return text
-
-    async def result(self) -> StreamRun:
-        assert self.process.stdout is not None
-        raw = await asyncio.wait_for(self.process.stdout.readline(), DRAIN_TIMEOUT)
-        await asyncio.wait_for(self.process.wait(), DRAIN_TIMEOUT)
-        answer = json.loads(raw or b'{"error": "no result"}')
-        if "error" in answer:
-            raise BenchmarkError(f"stream client: {answer['error']}")
-        return StreamRun(answer["seconds"], answer["payload"], answer["frames"], answer["exit"])
-
-    def kill(self) -> None:
-        if self.process.returncode is None:
-            self.process.kill()
-
-
-async def probed_stream(
-    probe: aiohttp.ClientSession, healthz_url: str, client: StreamClient, expected: int
-) -> list[float]:
-    """``/healthz`` latencies sampled until the client (connected) saw the end of its stream
-    (checked as :func:`stream_end` checks it)."""
-    done = asyncio.ensure_future(client.line())
-    try:
-        latencies, _ = await sample_healthz(probe, healthz_url, DRAIN_TIMEOUT, 10**6, until=done)
-        await done
-    finally:
-        done.cancel()
-    await stream_end(client, expected)
-    return latencies
-
-
-async def stream_end(client: StreamClient, expected: int) -> StreamRun:
-    """What the client saw of its stream, once it said ``done`` (checked: ``expected`` bytes of
-    payload and exit 0)."""
-    run = await client.result()
-    if run.payload != expected or run.exit_code != 0:
-        raise BenchmarkError(f"stream carried {run.payload:,} bytes and exit {run.exit_code}")
-    return run
-
-
-@dataclass
-class StreamFigures:
-    """By phase (``idle`` and each of ``STREAM_KINDS``): ``/healthz`` latencies (ms), and the
-    server loop's longest turn and longest garbage collection (CPU ms, one per round); each
-    stream's runs; and the seconds a process took to write the 10 MiB with no reader."""
-
-    latencies: dict[str, list[float]] = field(default_factory=dict)
-    loop_turn_ms: dict[str, list[float]] = field(default_factory=dict)
-    gc_ms: dict[str, list[float]] = field(default_factory=dict)
-    runs: dict[str, list[StreamRun]] = field(default_factory=dict)
-    unread_seconds: list[float] = field(default_factory=list)
-
-    def add(self, phase: str, latencies: list[float], stretch: tuple[float, float]) -> None:
-        self.latencies.setdefault(phase, []).extend(latencies)
-        self.loop_turn_ms.setdefault(phase, []).append(stretch[0])
-        self.gc_ms.setdefault(phase, []).append(stretch[1])
-
-
-async def loop_stretch(fake: Fake) -> tuple[float, float]:
-    """The served fake's longest loop turn and longest garbage collection (CPU ms) since the
-    last call (see LoopWatch)."""
-    process = fake.server.process
-    assert process.stdout is not None
-    process.send_signal(signal.SIGUSR1)
-    line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), DRAIN_TIMEOUT)
-    figures = json.loads(line)
-    return float(figures["turn_ms"]), float(figures["gc_ms"])
-
-
-async def stream_rounds(args: argparse.Namespace, fake: Fake) -> StreamFigures:
-    timeout = aiohttp.ClientTimeout(total=DRAIN_TIMEOUT)
-    healthz_url = f"{fake.base}/healthz"
-    sandbox_url = f"{fake.base}/v1/sandboxes/{fake.sandbox}"
-    figures = StreamFigures()
-    clients: list[StreamClient] = []
-    async with (
-        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1), timeout=timeout) as probe,
-        aiohttp.ClientSession(timeout=timeout, headers={"X-Api-Key": API_KEY}) as api,
-    ):
-
-        async def call(method: str, path: str, body: Any = None) -> Any:
-            async with api.request(method, sandbox_url + path, json=body) as response:
-                answer = await response.json()
-            if response.status != 200:
-                raise BenchmarkError(f"{method} {path}: HTTP {response.status} {answer}")
-            return answer["data"]
-
-        async def stream(
-            kind: str,
-            url: str,
-            expected: int,
-            *,
-            probed: bool,
-            start: str | None = None,
-            **options: Any,
-        ) -> None:
-            """Run one stream (its client connected first, then a line of input to the
-            process at ``start`` if given): while sampling ``/healthz`` when ``probed``, else
-            for its throughput alone."""
-            await loop_stretch(fake)  # start the watch over
-            client = await StreamClient.start(url, **options)
-            clients.append(client)
-            await client.line()  # connected
-            if start is not None:
-                go = base64.b64encode(b"go\n").decode()
-                await call("POST", start + "/input", {"data_base64": go})
-            if probed:
-                latencies = await probed_stream(probe, healthz_url, client, expected)
-                figures.add(kind, latencies, await loop_stretch(fake))
-            else:
-                await client.line()  # done
-                figures.runs.setdefault(kind, []).append(await stream_end(client, expected))
-
-        made = await call("POST", "/exec", {"cmd": "bash", "args": ["-c", MAKE_STREAM_PART]})
-        if made["result"]["stdout"] != f"{STREAM_PART_BYTES}\n":
-            raise BenchmarkError(f"could not write {STREAM_PART}: {made['result']}")
-        await sample_healthz(probe, healthz_url, 0.5, 500)  # warm up the probe's connection
-        try:
-            for _ in range(args.stream_rounds):
-                await loop_stretch(fake)
-                latencies, _ = await sample_healthz(
-                    probe, healthz_url, args.stream_idle_seconds, 10**6
-                )
-                figures.add("idle", latencies, await loop_stretch(fake))
-                for probed in (True, False):
-                    # exec ?stream=true: the command writes its 10 MiB as the stream goes.
-                    body = {"cmd": "bash", "args": ["-c", CAT_STREAM], "stream": True}
-                    url = sandbox_url + "/exec?stream=true"
-                    await stream(
-                        "exec ?stream=true",
-                        url,
-                        STREAM_BYTES,
-                        probed=probed,
-                        method="POST",
-                        body=body,
-                    )
-                    # connect follow: connected (past the "ready" frame) before the output
-                    # exists; then replay: the same output again, all of it in the journal.
-                    body = {"cmd": "bash", "args": ["-c", GATED_STREAM]}
-                    path = f"/processes/{(await call('POST', '/processes', body))['process_id']}"
-                    url = f"{sandbox_url}{path}/connect"
-                    await stream(
-                        "connect follow",
-                        url + "?after=0",
-                        STREAM_BYTES,
-                        probed=probed,
-                        start=path,
-                        skip_lines=1,
-                    )
-                    await stream("connect replay", url + "?after=1", STREAM_BYTES, probed=probed)
-                    await call("DELETE", path)
-                # No reader: how fast the shell hands a process's output to the fake.
-                started = time.perf_counter()
-                body = {"cmd": "bash", "args": ["-c", CAT_STREAM]}
-                path = f"/processes/{(await call('POST', '/processes', body))['process_id']}"
-                ended = await call("GET", path + "/wait")
-                figures.unread_seconds.append(time.perf_counter() - started)
-                if ended["output"]["bytes"] != STREAM_BYTES:  # nothing dropped, no notice
-                    raise BenchmarkError(f"the unread process wrote {ended['output']}")
-                await call("DELETE", path)
-        finally:
-            for client in clients:
-                client.kill()
-    return figures
-
-
-async def interpreter_pace(rounds: int = 3) -> tuple[float, float]:
-    """MiB/s at which bashkit itself runs the streams' ``cat`` in this process, median of
-    ``rounds``: handing its output to an async sink that does nothing (the way the fake takes
-    output: one event-loop round trip per chunk), and keeping it to itself (no sink). Whatever
-    the fake does with output, a live follower cannot go faster than the first."""
-    import bashkit
-
-    tree = bashkit.FileSystem()
-    tree.mkdir("/tmp", True)
-    made = bashkit.Bash()
-    made.mount("/", tree)
-    await made.execute(MAKE_STREAM_PART)
-
-    async def discard(_: bytes) -> None:
-        pass
-
-    timings: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(rounds):
-        for with_sink in timings:
-            bash = bashkit.Bash(profile=bashkit.ExecutionProfile.Interactive)
-            bash.mount("/", tree)
-            started = time.perf_counter()
-            if with_sink:
-                await bash.execute(CAT_STREAM, stdout=discard, stderr=discard)
-            else:
-                await bash.execute(CAT_STREAM)
-            timings[with_sink].append(time.perf_counter() - started)
-    mib = STREAM_BYTES / (1 << 20)
-    return mib / statistics.median(timings[True]), mib / statistics.median(timings[False])
-
-
-def measure_streams(
-    args: argparse.Namespace, cpus: tuple[set[int] | None, set[int] | None]
-) -> bool:
-    server_cpus, client_cpus = cpus
-    fake = start_fake("streams", ROOT, server_cpus, streams=True)
-    try:
-        print(
-            f"GET /healthz, sequential, {args.stream_rounds} rounds of: "
-            f"{args.stream_idle_seconds:g} s idle, then while each of these streams "
-            f"{STREAM_BYTES >> 20} MiB (cat of a 2 MiB file x5) to a client in its own process:"
-            " POST /exec?stream=true; GET /connect"
-            " following a process from before its output (live); GET /connect replaying it"
-            f" after it exited (journal {STREAM_OUTPUT_CAP >> 20} MiB)"
-            + (f"; server on CPU {sorted(server_cpus)}" if server_cpus else ""),
-            flush=True,
-        )
-        with pinned(client_cpus):  # this process and its stream clients are the client here
-            figures = asyncio.run(stream_rounds(args, fake))
-    finally:
-        fake.server.stop()
-    phases = ("idle", *STREAM_KINDS)
-    for phase in phases:
-        print(f"{phase:<19}{describe(figures.latencies[phase])}")
-    print("server loop (CPU time, max of rounds): longest turn / longest garbage collection")
-    print(
-        "  "
-        + ", ".join(
-            f"{phase} {max(figures.loop_turn_ms[phase]):.1f} / {max(figures.gc_ms[phase]):.1f} ms"
-            for phase in phases
-        )
-    )
-    for kind in STREAM_KINDS:
-        rates = [run.mib_per_s for run in figures.runs[kind]]
-        frames = statistics.median(run.frames for run in figures.runs[kind])
-        print(
-            f"{kind:<19}{statistics.median(rates):7.1f} MiB/s of payload (median of rounds, "
-            f"timed without the probe; {frames:,.0f} frames)"
-        )
-    unread = STREAM_BYTES / (1 << 20) / statistics.median(figures.unread_seconds)
-    print(
-        f"{'no reader':<19}{unread:7.1f} MiB/s: a process writing the 10 MiB while nobody"
-        " reads (create to /wait): the pace at which bash hands output to the fake"
-    )
-    with pinned(server_cpus):
-        with_sink, alone = asyncio.run(interpreter_pace())
-    print(
-        f"{'the interpreter':<19}{with_sink:7.1f} MiB/s into a sink that does nothing, {alone:.1f}"
-        " MiB/s with no sink: bashkit alone, in this process (on the server's CPUs): what"
-        " following live can reach"
-    )
-    worst = max(max(figures.latencies[kind]) for kind in STREAM_KINDS)
-    met_max = bool(worst <= args.max_stream_healthz_ms)
-    label = "healthz max during 10 MiB streams"
-    figure = f"{worst:.2f} ms (idle: {max(figures.latencies['idle']):.2f} ms)"
-    print(verdict(label, figure, f"<= {args.max_stream_healthz_ms:g} ms", met_max))
-    ratio = statistics.median(
-        follow.mib_per_s / replay.mib_per_s
-        for follow, replay in zip(
-            figures.runs["connect follow"], figures.runs["connect replay"], strict=True
-        )
-    )
-    met_ratio = bool(ratio >= args.min_follow_ratio)
-    label = "connect follow/replay throughput (median of rounds)"
-    print(
-        verdict(label, f"{ratio:.2f}x", f">= {args.min_follow_ratio:.2f}x", met_ratio), flush=True
-    )
-    return met_max and met_ratio
 
 
 # -- the script --------------------------------------------------------------------------------
