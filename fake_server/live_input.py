@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Collection, Container, Iterable
+from collections.abc import Collection, Container, Iterable, Sequence
 
+from fake_server.bash_arguments import BashArguments, BashOption
 from fake_server.filesystem import PROGRAM_DIRS, programs
 from fake_server.live_introspection import FUNCTIONS as INTROSPECTION
 from fake_server.stdin_readers import RUNNERS, STDIN_READERS
@@ -202,64 +203,37 @@ def nested_shell(name: str, args: list[str], registered: Collection[str]) -> str
         >>> text.startswith("\\\\bash -ec '__fake_run() {"), text.endswith("; cat'")
         (True, True)
     """
-    command, index = _script_operand(args)
-    if command and index is not None:
+    shell = BashArguments.parse(args)
+    index = shell.script_index
+    if shell.command and index is not None:
         script = args[index]
         # The aliases too, for the shells it starts in turn: bashkit 0.20.1 reads a nested
         # shell's script with its parent's aliases, and gives the shell itself none.
         lines = [*_functions(registered, script), *aliases(_wrapped(registered))]
-        options, traced = _untraced(args[:index])
+        options, traced = _untraced(shell.options)
         if traced:
             lines.append(f"set -{traced}")  # from here on, so that the prelude is not traced
         args = [*options, "; ".join([*lines, script]), *args[index + 1 :]]
     # Quoted, never an alias (and no function has its name).
     line = " ".join(["\\" + name, *map(shlex.quote, args)])
-    return f"{line} < <(__fake_cat)" if not command and index is None else line
+    return f"{line} < <(__fake_cat)" if not shell.command and index is None else line
 
 
-def _untraced(options: list[str]) -> tuple[list[str], str]:
-    """Bash ``options`` without ``-x`` and ``-v`` (which would trace or echo the prelude), and
-    which of the two they held."""
+def _untraced(options: Sequence[BashOption]) -> tuple[list[str], str]:
+    """Bash ``options`` as argv words, without ``-x`` and ``-v`` (which would trace or echo the
+    prelude), and which of the two they held."""
     kept: list[str] = []
     traced = ""
-    values = iter(options)
-    for option in values:
-        if option.startswith("-") and not option.startswith("--") and option != "-":
-            traced += "".join(letter for letter in "xv" if letter in option[1:])
-            letters = "".join(letter for letter in option[1:] if letter not in "xv")
-            if letters:
-                kept.append(f"-{letters}")
-            if "o" in letters or "O" in letters:
-                kept.append(next(values, ""))  # its value, whatever it reads
-            continue
-        kept.append(option)
+    for option in options:
+        letters = option.letters
+        if option.word.startswith("-") and letters:
+            traced += "".join(letter for letter in "xv" if letter in letters)
+            letters = "".join(letter for letter in letters if letter not in "xv")
+            if not letters:
+                continue
+            option = option._replace(word=f"-{letters}")
+        kept.extend(option.words())
     return kept, "".join(sorted(set(traced)))
-
-
-def _script_operand(args: list[str]) -> tuple[bool, int | None]:
-    """Whether bash ``args`` run a ``-c`` script, and where the script is among them (with
-    ``-c``) or the script file (without); None when there is none, or with ``-s``: bash then
-    reads its script from stdin."""
-    command = stdin = False
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg in ("-", "--"):
-            index += 1
-            break
-        if not arg.startswith(("-", "+")):
-            break
-        if arg.startswith("--"):
-            index += 2 if arg in ("--rcfile", "--init-file") else 1
-            continue
-        flags = arg[1:]
-        command |= arg[0] == "-" and "c" in flags
-        stdin |= arg[0] == "-" and "s" in flags
-        # -o NAME and -O NAME (a shopt option): the name follows.
-        index += 2 if "o" in flags or "O" in flags else 1
-    if index >= len(args) or (stdin and not command):
-        return command, None
-    return command, index
 
 
 def _flagged(registered: Collection[str]) -> list[str]:

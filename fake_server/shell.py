@@ -51,6 +51,7 @@ from typing import Any  # noqa: E402
 import bashkit  # noqa: E402
 
 from fake_server import live_input  # noqa: E402
+from fake_server.bash_arguments import BashArguments  # noqa: E402
 from fake_server.callbacks import lazy  # noqa: E402
 from fake_server.clock import Clock  # noqa: E402
 from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
@@ -495,6 +496,8 @@ class Shell:
                 # An interactive bash expands aliases (the function keeps the script's view).
                 prelude = _MERGE_STREAMS + prelude + "shopt -s expand_aliases\n"
             return await repl(self, run, interpreter, prelude)
+        if plan.preamble:
+            await self.execute(run, interpreter, plan.preamble)
         stdin = invocation.stdin
         return await self.run_script(
             run,
@@ -535,6 +538,9 @@ class Shell:
 @dataclass(frozen=True)
 class _Plan:
     script: str
+    #: Run ahead of the script, in a run of its own (what must be in force before the
+    #: script's first line is parsed).
+    preamble: str = ""
     repl: bool = False
 
 
@@ -550,29 +556,15 @@ def _plan(cmd: str, args: list[str]) -> _Plan:
     functions reach it), a bare shell reads commands from stdin, anything else runs as the
     program it names, its arguments quoted (``/exec`` never goes through a shell)."""
     if posixpath.basename(cmd) in SHELLS:
-        options: list[str] = []
-        operands: list[str] = []
-        values = iter(args)
-        for arg in values:
-            if operands or arg == "-" or not arg.startswith(("-", "+")):
-                operands.append(arg)
-            elif arg == "--":
-                operands.extend(values)
-            elif arg in ("-o", "+o"):
-                options.append(f"set {arg} {shlex.quote(next(values, ''))}")
-            elif arg.startswith("--"):
-                continue  # --login, --norc, --noprofile: nothing to load in the fake
-            else:
-                flags = arg[1:]
-                options.extend(f"set {arg[0]}{flag}" for flag in flags if flag in "euxvf")
-                if "c" in flags:
-                    options.append("-c")
-        if "-c" in options:
-            if len(operands) == 1:
-                settings = [option for option in options if option != "-c"]
+        shell = BashArguments.parse(args)
+        if shell.command:
+            # With more operands ($0, $1...) the shell runs as a program: only a shell of its
+            # own sets them.
+            if len(shell.operands) == 1:
                 # On the script's first line: bash's line numbers stay the script's own.
-                return _Plan("".join(f"{setting}; " for setting in settings) + operands[0])
-        elif not operands:
+                settings = "".join(f"{setting}; " for setting in shell.settings())
+                return _Plan(settings + shell.operands[0], "\n".join(shell.shopt_settings()))
+        elif not shell.operands:
             return _Plan("", repl=True)
     return _Plan(shlex.join([_program(cmd), *args]))
 

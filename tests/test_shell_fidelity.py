@@ -68,6 +68,30 @@ async def test_bash_flags_leave_the_scripts_line_numbers_alone(h: Harness, flags
     assert (result.status, result.out) == (0, "1\n2\n")
 
 
+async def test_an_option_cluster_with_a_value_runs_the_script_in_the_shell_itself(
+    h: Harness,
+) -> None:
+    # `-eo pipefail` read as -e, -o and an operand "pipefail" ran the script in a nested shell,
+    # which dropped its `exec 2>&1`: the "err" went nowhere.
+    script = "exec 2>&1; echo err >&2; false | true; echo $?"
+    result = await h.run("bash", "-eo", "pipefail", "-c", script)
+    assert (result.status, result.out, result.err) == (1, "err\n", "")
+
+
+@pytest.mark.parametrize(
+    ("args", "out"),
+    [
+        (["-euo", "pipefail", "-c", "echo $-; false | true || echo failed"], "ehuBc\nfailed\n"),
+        (["-O", "extglob", "-c", "mkdir /w && cd /w && touch a b.md; echo !(*.md)"], "a\n"),
+        (["--rcfile", "/dev/null", "-c", "echo hi"], "hi\n"),
+        (["-c", 'echo "$0 $1"', "job", "one"], "job one\n"),
+    ],
+)
+async def test_bash_options_with_values(h: Harness, args: list[str], out: str) -> None:
+    result = await h.run("bash", *args)
+    assert (result.status, result.out, result.err) == (0, out, "")
+
+
 async def test_a_terminal_leaves_the_scripts_line_numbers_alone(h: Harness) -> None:
     out = BufferSink()
     terminal = Terminal()
