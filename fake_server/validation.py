@@ -204,13 +204,14 @@ class BodySchema:
         self._tolerated = [re.compile(pattern) for pattern in schema.get("patternProperties", {})]
 
     def parse(self, raw: bytes) -> Body:
-        """Parse ``raw`` (empty means ``{}``) and check it against the schema."""
-        if not raw.strip():
-            data: Any = {}
-        else:
-            data = parse_json(raw)
-            if not isinstance(data, dict):
-                raise ApiError(400, errors.BODY_NOT_OBJECT)
+        """Parse ``raw`` (empty, or ``null``, means ``{}``) and check it against the schema."""
+        # A body of `null` is no body, as Go's decoder reads it into the server's struct (the
+        # Rust SDK sends `null` for the actions that take no body, windows' focus and restore).
+        data: Any = parse_json(raw) if raw.strip() else None
+        if data is None:
+            data = {}
+        elif not isinstance(data, dict):
+            raise ApiError(400, errors.BODY_NOT_OBJECT)
         checks = self._checks
         for name in sorted(data):
             check = checks.get(name)

@@ -129,6 +129,13 @@ def test_null_reads_as_absent_and_an_empty_body_as_an_empty_object() -> None:
     assert schema.parse(b"  ").data == {}
 
 
+def test_a_null_body_is_no_body() -> None:
+    # As Go's decoder reads `null` into the server's struct: the Rust SDK sends it for the
+    # actions that take no body.
+    assert BodySchema(obj({}, {"count": integer()})).parse(b" null ").data == {}
+    assert refusal(b"null") == {"shape": "is required"}
+
+
 def test_a_field_may_take_the_models_own_check() -> None:
     def even(value: object) -> None:
         if not isinstance(value, int) or value % 2:

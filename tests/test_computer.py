@@ -239,6 +239,19 @@ async def test_focus_minimize_and_close_change_the_current_window(
     await fail(client, "GET", current, 404)
 
 
+async def test_a_window_action_takes_a_null_body_as_the_rust_sdk_sends_it(
+    client: Client, desktop: str
+) -> None:
+    # Its `&()` body, serialised as JSON with its content type: `null`.
+    first = await launch(client, desktop, "xterm")
+    await launch(client, desktop, "firefox")
+    headers = {"Content-Type": "application/json"}
+    await call(
+        client, "POST", computer(desktop, f"/windows/{first}/focus"), data=b"null", headers=headers
+    )
+    assert (await call(client, "GET", computer(desktop, "/windows/current")))["id"] == first
+
+
 async def test_a_click_raises_the_window_under_it(client: Client, desktop: str) -> None:
     below = await launch(client, desktop, "xterm")  # at (24, 24)
     above = await launch(client, desktop, "firefox")  # at (48, 48), over it
