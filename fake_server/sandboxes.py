@@ -120,6 +120,7 @@ class SandboxService:
         # Every network and disk named is checked before anything is made.
         networks = tenant.networks.resolve(spec.networks)
         mounts = tenant.disks.plan(spec.disks)
+        tenant.check_credit()  # a sandbox costs: 402 once the request is known to be good
         files = None
         if rootfs not in ROOTFS:
             if self._template_files is None:
@@ -251,6 +252,7 @@ class SandboxService:
         return sandbox
 
     def fork(self, tenant: Tenant, source: Sandbox, spec: ForkSpec) -> Sandbox:
+        tenant.check_credit()  # as a resume: the owner's 404 first, then 402, then 409
         self.lifecycle.check_fork_source(source)
         child = Sandbox(
             id=self.ids.sandbox_id(self._ids_in_use),

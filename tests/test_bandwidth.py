@@ -91,3 +91,43 @@ def test_set_credit_in_python(fake: FakeCreateOS) -> None:
     with pytest.raises(ApiError) as caught:
         fake.set_credit("skp_unknown", has_credit=True)
     assert caught.value.status == 404
+
+
+async def test_create_resume_and_fork_cost_credit(
+    fake: FakeCreateOS, api_key: str, client: Client
+) -> None:
+    # The contract (§1.5, after the TypeScript SDK's COMPATIBILITY notes): sandbox create,
+    # resume and fork are credit-gated like recharge and the resource creates.
+    running = (await create_sandbox(client))["id"]
+    paused = (await create_sandbox(client))["id"]
+    await data_of(await client.post(f"/v1/sandboxes/{paused}/pause"))
+    await client.put(CREDIT, json={"has_credit": False})
+    before = {sandbox.id: sandbox.status for sandbox in fake.tenant(api_key).sandboxes.values()}
+
+    body = {"shape": "s-1vcpu-1gb", "name": "poor"}
+    await expect_error(await client.post("/v1/sandboxes", json=body), 402, "credit")
+    await expect_error(await client.post(f"/v1/sandboxes/{paused}/resume"), 402, "credit")
+    await expect_error(await client.post(f"/v1/sandboxes/{paused}/fork"), 402, "credit")
+    # The gate comes after the request's own checks and before the sandbox's state is read.
+    await expect_error(await client.post("/v1/sandboxes", json={"shape": "nope"}), 400)
+    await expect_error(await client.post(f"/v1/sandboxes/{running}/resume"), 402, "credit")
+    # Nothing was made or changed.
+    after = {sandbox.id: sandbox.status for sandbox in fake.tenant(api_key).sandboxes.values()}
+    assert after == before
+
+    await client.put(CREDIT, json={"has_credit": True})
+    await data_of(await client.post(f"/v1/sandboxes/{paused}/fork"))
+    await data_of(await client.post(f"/v1/sandboxes/{paused}/resume"))
+    await data_of(await client.post("/v1/sandboxes", json=body))
+
+
+async def test_a_resume_of_another_tenants_sandbox_is_404_before_credit(
+    fake: FakeCreateOS, client: Client, aiohttp_client: ClientFactory
+) -> None:
+    sandbox_id = (await create_sandbox(client))["id"]
+    poor = fake.create_tenant("skp_poor")
+    fake.set_credit(poor, has_credit=False)
+    other = await aiohttp_client(fake.app(), headers={"X-Api-Key": poor})
+    for action in ("resume", "fork"):
+        response = await other.post(f"/v1/sandboxes/{sandbox_id}/{action}")
+        await expect_error(response, 404, "sandbox not found")

@@ -208,7 +208,9 @@ async def pause(request: web.Request) -> web.Response:
 
 async def resume(request: web.Request) -> web.Response:
     await read_body(request, EMPTY_BODY)
-    return ok(fake_of(request).sandboxes.resume(sandbox_of(request)).view())
+    sandbox = sandbox_of(request)  # a foreign or unknown id is a 404 before the credit gate
+    tenant_of(request).check_credit()
+    return ok(fake_of(request).sandboxes.resume(sandbox).view())
 
 
 FORK = BodySchema(
@@ -307,6 +309,12 @@ _VIEW = ref("Sandbox")
 #: What a change of a sandbox may answer besides success.
 _MODIFY_ERRORS = (*BODY_ERRORS, 404, 409)
 
+#: What the cost-incurring lifecycle calls say of credit.
+_COSTS = (
+    "A cost-incurring call: 402 when the tenant has no credit (see `PUT /_fake/tenant/credit`), "
+    "after the sandbox is found (404) and before its state is checked (409)."
+)
+
 ROUTES: Routes = (
     Route(
         "POST",
@@ -318,9 +326,11 @@ ROUTES: Routes = (
             tag=SANDBOXES,
             description="Answers once the sandbox is running (unless the fake is configured "
             "with a `creating` delay). Names are unique among the tenant's live sandboxes "
-            "(409). Networks and disks it names must exist (404).",
+            "(409). Networks and disks it names must exist (404). A cost-incurring call: 402 "
+            "when the tenant has no credit (see `PUT /_fake/tenant/credit`), once the request "
+            "is otherwise good.",
             ok=ok_response("The new sandbox.", ref("CreatedSandbox"), links="sandbox"),
-            errors=(*BODY_ERRORS, 404, 409),
+            errors=(*BODY_ERRORS, 402, 404, 409),
             body=CREATE,
         ),
     ),
@@ -419,8 +429,9 @@ ROUTES: Routes = (
             "resumeSandbox",
             "Resume from paused or error (asynchronous: answers `resuming`)",
             tag=SANDBOXES,
+            description=_COSTS,
             ok=ok_response("The sandbox.", _VIEW),
-            errors=_MODIFY_ERRORS,
+            errors=(*_MODIFY_ERRORS, 402),
             body=EMPTY_BODY,
         ),
     ),
@@ -432,8 +443,9 @@ ROUTES: Routes = (
             "forkSandbox",
             "Fork a paused sandbox",
             tag=SANDBOXES,
+            description=_COSTS,
             ok=ok_response("The new sandbox.", _VIEW, links="sandbox"),
-            errors=_MODIFY_ERRORS,
+            errors=(*_MODIFY_ERRORS, 402),
             body=FORK,
         ),
     ),
