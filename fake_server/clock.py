@@ -140,6 +140,8 @@ class ManualClock:
         self._now = 0.0
         self._timers: list[tuple[float, int, _ManualTimer]] = []
         self._order = itertools.count()
+        #: The timers of the tasks in :meth:`sleep` now (see next_wake_up).
+        self._sleeps: set[_ManualTimer] = set()
 
     def now(self) -> float:
         return self._now
@@ -155,15 +157,22 @@ class ManualClock:
             await asyncio.sleep(0)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        timer = self.call_later(seconds, _resolve, future)
+        timer = self._schedule(seconds, _resolve, (future,))
+        self._sleeps.add(timer)
         try:
             await future
         finally:
             timer.cancel()
+            self._sleeps.discard(timer)
 
     def call_later(
         self, delay: float, callback: Callable[..., object], *args: object
     ) -> TimerHandle:
+        return self._schedule(delay, callback, args)
+
+    def _schedule(
+        self, delay: float, callback: Callable[..., object], args: tuple[object, ...]
+    ) -> _ManualTimer:
         timer = _ManualTimer(self._now + max(0.0, delay), callback, args)
         heapq.heappush(self._timers, (timer.when, next(self._order), timer))
         return timer
@@ -191,6 +200,24 @@ class ManualClock:
             fired += 1
         self._now = target
         return fired
+
+    def next_wake_up(self) -> float | None:
+        """When (clock time) the first task sleeping on this clock (:meth:`sleep`: a ``sleep``
+        command, a latency fault) wakes, if one ever does; timers set with :meth:`call_later`
+        (a transition's end) do not count. A schedule explorer moves the clock there when
+        nothing else can happen.
+
+        Example::
+
+            clock = ManualClock()
+            napping = asyncio.ensure_future(clock.sleep(3))
+            await asyncio.sleep(0)
+            assert clock.next_wake_up() == 3.0
+        """
+        # A timer already fired (its sleeper not yet resumed) is behind the clock.
+        due = [t.when for t in self._sleeps if not t.cancelled and t.when > self._now]
+        soonest = min(due, default=math.inf)
+        return soonest if math.isfinite(soonest) else None
 
     @property
     def pending(self) -> int:

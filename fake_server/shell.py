@@ -208,6 +208,19 @@ class Run:
         for interpreter in list(self.interpreters):
             interpreter.stop()
 
+    @property
+    def waiting(self) -> bool:
+        """Whether the invocation waits on the event loop rather than computing on an
+        interpreter's thread: for its stdin (a command reading it, a shell between lines), or,
+        in each of its interpreters, for one of the fake's commands that runs on the loop (a
+        ``sleep`` on the clock, a registered command). A background job (``&``) computing
+        meanwhile is not seen."""
+        if self.invocation.stdin.waiting:
+            return True
+        return bool(self.interpreters) and all(
+            interpreter.callbacks for interpreter in self.interpreters
+        )
+
 
 class _MeteredSink:
     """One stream of one interpreter run, counted on its way to ``sink``."""
@@ -274,8 +287,8 @@ class Shell:
         self.network = network or Network()
         #: What scripts that depend only on their text answered (probes skip the interpreter).
         self.results = ResultCache(registry.names())
-        #: The tasks running an invocation now (see wait_idle).
-        self._running: set[asyncio.Task[Any]] = set()
+        #: The tasks running an invocation now, with its run (see wait_idle, computing).
+        self._running: dict[asyncio.Task[Any], Run] = {}
         #: Executions told to stop that have not ended yet (see execute).
         self._stopping: set[asyncio.Future[Any]] = set()
         #: Whether an interpreter was ever made here: only one can have handed the loop a
@@ -398,7 +411,7 @@ class Shell:
         run = Run(self, invocation)
         task = asyncio.current_task()
         if task is not None:
-            self._running.add(task)
+            self._running[task] = run
         # Pinned while mounted: a tree that went cold under a running interpreter would lose
         # what the interpreter writes to it from then on.
         trees = [invocation.fs, *(tree for _, tree in invocation.mounts)]
@@ -411,7 +424,7 @@ class Shell:
             for tree in trees:
                 tree.unpin()
             if task is not None:
-                self._running.discard(task)
+                self._running.pop(task, None)
         if key is not None and not run.refused:
             self.results.put(key, stdout, stderr, status)
         return status
@@ -459,6 +472,18 @@ class Shell:
             assert shell.running == 0   # nothing is executing any more
         """
         return sum(1 for task in self._running if not task.done())
+
+    @property
+    def computing(self) -> int:
+        """How many running invocations may be computing on an interpreter's thread, where
+        the event loop cannot see them: those not waiting on the loop (see
+        :attr:`Run.waiting`). A ``sleep`` on a manual clock waits until the clock moves.
+
+        Example::
+
+            assert shell.computing == 0   # a `sleep 3` on a manual clock waits, it computes nothing
+        """
+        return sum(1 for task, run in self._running.items() if not task.done() and not run.waiting)
 
     @property
     def idle(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -62,6 +63,24 @@ async def test_cancelled_sleep_leaves_no_timer() -> None:
     with pytest.raises(asyncio.CancelledError):
         await sleeper
     assert clock.pending == 0
+
+
+async def test_the_next_wake_up_is_the_first_sleepers_not_a_timers() -> None:
+    clock = ManualClock()
+    clock.call_later(1, lambda: None)  # a transition's end, say: not a sleeper
+    assert clock.next_wake_up() is None
+    later = asyncio.ensure_future(clock.sleep(5))
+    sooner = asyncio.ensure_future(clock.sleep(3))
+    forever = asyncio.ensure_future(clock.sleep(math.inf))
+    await asyncio.sleep(0)
+    assert clock.next_wake_up() == 3
+    clock.advance(3)
+    assert clock.next_wake_up() == 5  # the woken sleeper no longer counts, resumed or not
+    await sooner
+    later.cancel()
+    await asyncio.sleep(0)
+    assert clock.next_wake_up() is None  # a sleep that never ends has no wake-up
+    forever.cancel()
 
 
 def test_wall_at_turns_a_reading_into_the_wall_time_of_that_moment() -> None:

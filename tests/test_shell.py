@@ -616,3 +616,25 @@ async def test_wait_idle_gives_the_loop_turns_only_after_an_interpreter_ran(h: H
     loop.call_soon(count)
     await h.shell.wait_idle()
     assert turns == 2  # it did, after a script ran
+
+
+async def test_a_command_waiting_on_the_loop_computes_nothing(h: Harness) -> None:
+    # The schedule explorer waits (in real time) for commands computing on an interpreter's
+    # thread; one in a `sleep` on the manual clock, or reading its stdin, waits on the loop
+    # and must not cost that wait (it once cost a second per look, for as long as it slept).
+    sleeping = asyncio.ensure_future(h.sh("sleep 3; echo woke"))
+    await wait_for_sleepers(h.clock, 1)
+    stdin = StdinReader(closed=False)
+    reading = asyncio.ensure_future(
+        h.shell.run(h.invocation("bash", "-c", "cat", stdin=stdin, live_stdin=True))
+    )
+    for _ in range(5000):  # the interpreter reaches the read on its own thread
+        if stdin.waiting:
+            break
+        await asyncio.sleep(0.001)
+    assert (h.shell.running, h.shell.computing) == (2, 0)
+    stdin.close()
+    h.clock.advance(3)
+    assert (await sleeping).out == "woke\n"
+    assert await reading == 0
+    assert (h.shell.running, h.shell.computing) == (0, 0)

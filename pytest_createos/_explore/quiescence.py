@@ -8,6 +8,10 @@ that sleeps (a poll interval, a backoff) is not waited for in real time: the loo
 moved to the timer instead (:class:`VirtualTime`), and the fake's manual clock with it, so
 every clock the host and the checks read agrees.
 
+A command of the fake's that sleeps on its manual clock (``sleep 3``) runs until nothing else
+can happen: then the clocks move to the host's next timer or to the command's wake-up,
+whichever is first (:meth:`Quiescence.jump_to_next_timer`).
+
 This reads two attributes private to asyncio's own event loop (its ready queue and its timer
 heap); another loop (uvloop) is refused with a clear error.
 """
@@ -35,9 +39,9 @@ IDLE_TURNS = 2
 #: Loop turns one settling may take before the host is declared never settling.
 MAX_TURNS = 200_000
 #: How long (real seconds) the explorer lets the fake's shell work on another thread while
-#: the loop is idle, before it counts what still runs as long-lived (a ``sleep`` on the
-#: clock): the one real wait of the explorer. Commands blocked on their stdin are known not
-#: to compute and never cost it; a busy machine may hold a computing thread back for a while.
+#: the loop is idle, before it counts what still runs as long-lived: the one real wait of the
+#: explorer. Commands waiting on the loop (for their stdin, in a ``sleep`` on the clock) are
+#: known not to compute and never cost it; a busy machine may hold a computing thread back.
 DEFAULT_BUSY_SETTLE_S = 1.0
 #: How often the loop is looked at again meanwhile (real seconds).
 BUSY_POLL_S = 0.0002
@@ -112,10 +116,12 @@ class Quiescence:
     ``horizon_s`` (later ones are timeouts, not the host's next move). While ``busy()`` (the
     fake's shell runs a command on its interpreter's thread), an idle loop may only be waiting
     for that thread: it is looked at again for up to ``busy_settle_s`` real seconds.
+    ``fake_wake_up()`` says in how many seconds the fake's next sleeper (a ``sleep`` command
+    on its clock) wakes, if any: :meth:`jump_to_next_timer` may move time there.
 
     Example::
 
-        settle = Quiescence(loop, time, horizon_s=5.0, busy=lambda: not shell.idle)
+        settle = Quiescence(loop, time, horizon_s=5.0, busy=lambda: shell.computing > 0)
         await settle()
     """
 
@@ -127,6 +133,7 @@ class Quiescence:
         *,
         busy: Callable[[], bool] = lambda: False,
         busy_settle_s: float = DEFAULT_BUSY_SETTLE_S,
+        fake_wake_up: Callable[[], float | None] = lambda: None,
         max_turns: int = MAX_TURNS,
     ):
         ready = getattr(loop, "_ready", None)
@@ -139,6 +146,7 @@ class Quiescence:
         self.horizon_s = horizon_s
         self._busy = busy
         self.busy_settle_s = busy_settle_s
+        self._fake_wake_up = fake_wake_up
         self.max_turns = max_turns
         #: Loop turns spent settling so far (the benchmark reports them).
         self.turns = 0
@@ -162,13 +170,20 @@ class Quiescence:
             return None
         return soonest
 
-    def jump_to_next_host_timer(self) -> bool:
-        """Move virtual time to the host's next timer however far it is (a timeout, when the
-        host waits for nothing else); returns whether there was one."""
+    def jump_to_next_timer(self) -> bool:
+        """Move virtual time, however far, to the host's next timer (a timeout) or the fake's
+        next sleeper, whichever is first: for when the host waits for nothing else. Returns
+        whether there was one."""
+        delays = []
         due = self.next_host_timer(None)
-        if due is None:
+        if due is not None:
+            delays.append(due - self._loop.time())
+        wake_up = self._fake_wake_up()
+        if wake_up is not None:
+            delays.append(wake_up)
+        if not delays:
             return False
-        self._time.jump(due - self._loop.time())
+        self._time.jump(min(delays))
         return True
 
     async def __call__(self) -> None:

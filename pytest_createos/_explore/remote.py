@@ -248,9 +248,10 @@ class Settle:
         self._poll_s = min(SETTLE_POLL_S, settle_s / 4)
         self._settled: tuple[object, ...] | None = None
 
-    def jump_to_next_host_timer(self) -> bool:
-        """Move virtual time to the host's next timer (see :class:`Quiescence`)."""
-        return self._loop_quiet.jump_to_next_host_timer()
+    def jump_to_next_timer(self) -> bool:
+        """Move virtual time to the host's next timer (see :class:`Quiescence`; the sleepers
+        of a fake over HTTP are not seen)."""
+        return self._loop_quiet.jump_to_next_timer()
 
     async def something_arrives(self) -> bool:
         """Whether anything changes at the fake or on the loop within ``patience_s`` (default
@@ -259,7 +260,7 @@ class Settle:
         Example::
 
             if not await settle.something_arrives():
-                settle.jump_to_next_host_timer()
+                settle.jump_to_next_timer()
         """
         deadline = time.monotonic() + max(self.patience_s, self.settle_s)
         while time.monotonic() < deadline:  # bounded: a real-time deadline

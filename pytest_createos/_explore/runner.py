@@ -161,13 +161,21 @@ class Runner:
             self.hands = same_loop
             self.time = VirtualTime(loop, fake.clock.advance)
             shell = fake.runtime.shell
+            clock = fake.clock
 
             def computing() -> bool:
                 # A command the fake's shell runs may compute on its interpreter's thread,
-                # which the loop cannot see; one blocked on its stdin is not computing.
-                return shell.running > same_loop.waiting_for_stdin()
+                # which the loop cannot see; one waiting for its stdin or in a `sleep` on the
+                # clock is not computing.
+                return shell.computing > 0
 
-            self.quiet = Quiescence(loop, self.time, horizon_s, busy=computing)
+            def wake_up() -> float | None:
+                due = clock.next_wake_up()
+                return None if due is None else due - clock.now()
+
+            self.quiet = Quiescence(
+                loop, self.time, horizon_s, busy=computing, fake_wake_up=wake_up
+            )
         #: Runs made so far.
         self.runs = 0
 
@@ -289,8 +297,9 @@ class _OneRun:
                 # Against a fake over HTTP, a request may still be on its way to it.
                 if isinstance(quiet, Settle) and await quiet.something_arrives():
                     continue
-                # Only far timers are left (timeouts): the next one fires, then look again.
-                if quiet.jump_to_next_host_timer():
+                # Only far timers are left (timeouts, a command's `sleep` on the fake's clock):
+                # the first one fires, then look again.
+                if quiet.jump_to_next_timer():
                     continue
                 await self._hung(calls)
                 return

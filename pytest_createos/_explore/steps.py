@@ -294,16 +294,6 @@ class FakeHands(Hands):
             assert isinstance(target, Sandbox)
             self.fake.lifecycle.finish_now(target)
 
-    def waiting_for_stdin(self) -> int:
-        """How many processes of this run's sandboxes wait for stdin now (blocked, not
-        computing)."""
-        count = 0
-        for sandbox_id in self.sandboxes:
-            sandbox = self.tenant.sandboxes.get(sandbox_id)
-            if sandbox is not None and sandbox.status not in TERMINAL:
-                count += sum(1 for p in sandbox.processes.values() if p.stdin.waiting)
-        return count
-
     def destroy_run_sandboxes(self) -> None:
         for sandbox_id in self.sandboxes:
             sandbox = self.tenant.sandboxes.get(sandbox_id)

@@ -236,6 +236,23 @@ async def test_host_sleeps_pass_in_virtual_time(kit: ConformanceKit) -> None:
     assert resume_at - max(e.at for e in reads if e.at < resume_at) >= 2.99
 
 
+@explored
+async def test_a_commands_sleep_on_the_fakes_clock_ends_at_its_own_time(
+    kit: ConformanceKit,
+) -> None:
+    # run() waits for a `sleep 3` of the fake's: nothing else can happen, so the clocks move to
+    # its wake-up, and it ends 3 s after it started on the fake's clock. It once ended at
+    # whichever host timer was next (a connection pool's keep-alive, some 12 s away, less the
+    # real time the explorer had waited on the sleeping command as if it computed).
+    sleepy = Workload("run-sleep", (run(0, "sleep 3"),))
+    report = await kit.replay(reference_host(), "run-sleep:", workloads=[sleepy])
+    assert report.ok, report.format()
+    assert "run(L1, sleep 3) returned" in report.timeline()
+    process = kit.journal().entries(kind="process")
+    assert [e.detail for e in process] == ["start", "exit code=0 signal=None"], process
+    assert process[1].at - process[0].at == 3.0
+
+
 # -- refusals -------------------------------------------------------------------------------
 
 

@@ -36,10 +36,30 @@ async def test_a_host_timer_past_the_horizon_is_a_timeout_left_alone() -> None:
         await quiet()
         assert not waiting.done()
         assert jumps == []
-        assert quiet.jump_to_next_host_timer()  # nothing else to wait for: let it come
+        assert quiet.jump_to_next_timer()  # nothing else to wait for: let it come
         await quiet()
         assert waiting.done()
-        assert not quiet.jump_to_next_host_timer()  # no host timer left
+        assert not quiet.jump_to_next_timer()  # no host timer left
+
+
+async def test_with_nothing_else_to_wait_for_the_first_of_a_host_timer_and_a_fake_sleeper_comes() -> (
+    None
+):
+    wake_up = [3.0]  # the fake's next sleeper (a `sleep 3` command) wakes in 3 s
+    quiet, time, jumps = settler(fake_wake_up=lambda: wake_up[0] if wake_up else None)
+    with time:
+        waiting = host_task(asyncio.sleep(60))
+        await quiet()
+        assert jumps == []  # the sleeper is not the host's next move: it waits for steps
+        assert quiet.jump_to_next_timer()
+        assert jumps == [3.0]
+        await quiet()
+        assert not waiting.done()
+        wake_up.clear()  # it woke
+        assert quiet.jump_to_next_timer()
+        await quiet()
+        assert waiting.done()
+        assert not quiet.jump_to_next_timer()
 
 
 async def test_timers_outside_host_tasks_are_not_the_hosts() -> None:
