@@ -31,6 +31,9 @@ __all__ = [
 
 #: The command a ``run`` operation runs when the workload gives none.
 DEFAULT_COMMAND = "echo createos-explore"
+#: A command still running when the other calls of its workload go on: it sleeps on the fake's
+#: manual clock, which the explorer moves there only when nothing else can happen.
+LONG_COMMAND = "sleep 3"
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,12 @@ WORKLOADS: tuple[Workload, ...] = (
         "release-resume-run",
         (release(0), resume(0), run(0)),
         summary="a command, a release and a resume of one lease at once",
+    ),
+    Workload(
+        "run-release",
+        (run(0, LONG_COMMAND), release(0)),
+        summary="release() while a command on the same lease still runs (a `sleep` on the "
+        "fake's clock, which ends only when nothing else can happen)",
     ),
     Workload(
         "run-shutdown",

@@ -90,6 +90,19 @@ class SleepyHost(RawHost):
         return await super().resume(lease)
 
 
+class ProcessHost(RawHost):
+    """Runs commands as managed processes, and releases a lease by pausing it at once: a
+    command still running is neither aborted nor waited for."""
+
+    async def run(self, lease: str, command: str) -> object:
+        body = {"cmd": "/bin/bash", "args": ["-c", command]}
+        started = await self.call("POST", f"/{lease}/processes", body)
+        path = f"/{lease}/processes/{started['process_id']}"
+        await self.call("POST", f"{path}/stdin/close", {})
+        async with self.session.get(f"/v1/sandboxes{path}/connect") as stream:
+            return await stream.read()
+
+
 class StuckHost(RawHost):
     """Its resume waits for an event nothing ever sets."""
 
@@ -148,6 +161,20 @@ async def test_the_reference_host_passes_every_workload(kit: ConformanceKit, wor
     assert report.schedules >= 1
     if FULL:
         assert not report.bounded, report.summary()
+
+
+@explored
+async def test_a_release_under_a_running_command_is_found(kit: ConformanceKit) -> None:
+    # The contract: a release aborts the lease's running commands, and waits for their
+    # process trees to be gone, before it pauses or deletes the sandbox.
+    report = await kit.explore(factory(ProcessHost), "run-release")
+    assert report.failure is not None, report.summary()
+    assert "no-orphan-process" in report.failure.failed_checks, report.format()
+    assert "POST /v1/sandboxes/L1/pause -> 200" in report.format()
+    # The reference host terminates the command's process first, in every order.
+    report = await kit.explore(reference_host(), "run-release")
+    report.assert_ok()
+    assert not report.bounded, report.summary()
 
 
 @explored

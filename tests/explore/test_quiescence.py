@@ -42,10 +42,9 @@ async def test_a_host_timer_past_the_horizon_is_a_timeout_left_alone() -> None:
         assert not quiet.jump_to_next_timer()  # no host timer left
 
 
-async def test_with_nothing_else_to_wait_for_the_first_of_a_host_timer_and_a_fake_sleeper_comes() -> (
-    None
-):
-    wake_up = [3.0]  # the fake's next sleeper (a `sleep 3` command) wakes in 3 s
+async def test_with_nothing_else_to_wait_for_the_first_of_two_timers_comes() -> None:
+    # A host timer (a timeout, 60 s away) and the fake's sleeper (a `sleep 3` command).
+    wake_up = [3.0]
     quiet, time, jumps = settler(fake_wake_up=lambda: wake_up[0] if wake_up else None)
     with time:
         waiting = host_task(asyncio.sleep(60))
