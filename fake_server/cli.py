@@ -34,10 +34,21 @@ REMOTE_REFUSED = (
 )
 
 
+def _version() -> str:
+    """The installed distribution's version (``unknown`` when run from a bare source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pytest-createos")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fake-createos", description="An in-memory fake of the CreateOS sandbox API."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the fake over HTTP until interrupted")
     serve.add_argument("--host", default=LOOPBACK, help="address to bind (default: %(default)s)")

@@ -40,6 +40,9 @@ URL_NOT_A_FAKE = (
 )
 URL_REFUSED = "--createos-url {url}: the fake refuses its control API ({detail})"
 URL_TOKEN_HINT = "; give its --control-token as --createos-control-token"
+URL_WRONG_TOKEN_HINT = (
+    "; the --createos-control-token given is not the --control-token the fake was started with"
+)
 
 
 def remote_problem(url: str, control_token: str | None) -> str | None:
@@ -55,7 +58,9 @@ def remote_problem(url: str, control_token: str | None) -> str | None:
         if exc.status is None:
             return URL_UNREACHABLE.format(error=exc)
         if exc.status == 403:
-            hint = URL_TOKEN_HINT if CONTROL_TOKEN_REQUIRED in str(exc) else ""
+            hint = ""
+            if CONTROL_TOKEN_REQUIRED in str(exc):
+                hint = URL_TOKEN_HINT if control_token is None else URL_WRONG_TOKEN_HINT
             return URL_REFUSED.format(url=url, detail=exc) + hint
         parts = urlsplit(url.rstrip("/"))
         if exc.status == 404 and parts.path:

@@ -323,3 +323,12 @@ def test_a_fault_file_naming_no_served_route_is_refused_as_the_control_api_does(
     )
     assert result.returncode == 2
     assert "invalid fault rule: match: no method 'GIT'; use DELETE, GET" in result.stderr
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as ended:
+        build_parser().parse_args(["--version"])
+    assert ended.value.code == 0
+    assert capsys.readouterr().out == f"fake-createos {metadata.version('pytest-createos')}\n"

@@ -348,6 +348,12 @@ def test_url_option_with_a_control_token(project: pytest.Pytester) -> None:
                 "--createos-control-token"
             ]
         )
+        wrong = project.runpytest(url, "--createos-control-token=guess")
+        assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+        wrong.stderr.fnmatch_lines(
+            ["ERROR: *--createos-control-token given is not the --control-token the fake*"]
+        )
+        assert "guess" not in wrong.stderr.str()  # a token is never echoed
         project.runpytest(url, "--createos-control-token=t0ken").assert_outcomes(passed=1)
         assert server.call(lambda: server.fake.faults.rules) == []
 
