@@ -164,7 +164,16 @@ class _Schemas:
         if kind == "object":
             properties: dict[str, Any] = schema.get("properties", {})
             if not properties:
-                return "{…}" if schema.get("additionalProperties", True) is not False else "{}"
+                values = schema.get("additionalProperties", True)
+                if values is False:
+                    return "{}"
+                if not isinstance(values, dict):
+                    return "{…}"
+                # A map (environment variables): what its keys are and what it may hold.
+                keys = "NAME" if "propertyNames" in schema else "string"
+                sketch = "{" + f"{keys}: {self.sketch(values, depth + 1)}, …" + "}"
+                described = schema.get("description", "").rstrip(".")
+                return f"{sketch} ({described[:1].lower()}{described[1:]})" if described else sketch
             required = set(schema.get("required", ()))
             fields = [
                 f'"{key}"{"" if key in required else "?"}: {self.sketch(value, depth + 1)}'
