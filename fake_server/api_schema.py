@@ -212,7 +212,7 @@ def env_map(description: str) -> Schema:
     }
 
 
-ENV_OVERRIDE = "Overrides, only of keys declared when the sandbox was created: another key is a 400."
+ENV_OVERRIDE = "Overrides, only of keys declared when the sandbox was created (another: 400)."
 
 
 def flag(name: str) -> Schema:
