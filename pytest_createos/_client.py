@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -25,7 +28,12 @@ import aiohttp
 
 from .errors import CreateosApiError, CreateosTransportError
 
-__all__ = ["CreateosClient", "Reply", "RequestPacer", "valid_id"]
+__all__ = ["CreateosClient", "Reply", "RequestPacer", "retry_after_s", "valid_id"]
+
+#: How often a request answered 429 is sent again (the SDKs' default, contract §1.7).
+RATE_LIMIT_RETRIES = 2
+#: The wait after a 429 that names none (the SDKs' base delay).
+RATE_LIMIT_DEFAULT_S = 0.5
 
 # Ids go into URL paths; Paperclip refuses anything outside this alphabet, and so do we, so a
 # hostile id from metadata or a response can never reshape a request path.
@@ -40,6 +48,29 @@ def valid_id(value: object) -> bool:
         (True, False)
     """
     return isinstance(value, str) and _ID_RE.fullmatch(value) is not None
+
+
+def retry_after_s(value: str | None, now: datetime | None = None) -> float | None:
+    """The wait a ``Retry-After`` header asks for: whole (or decimal) seconds, or an HTTP date
+    (``now`` defaults to the current UTC time); ``None`` when absent or unreadable.
+
+    Example:
+        >>> retry_after_s("2"), retry_after_s("soon"), retry_after_s(None)
+        (2.0, None, None)
+    """
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            moment = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if moment.tzinfo is None:  # an HTTP date is always GMT
+            moment = moment.replace(tzinfo=timezone.utc)
+        seconds = (moment - (now or datetime.now(timezone.utc))).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class RequestPacer:
@@ -181,7 +212,6 @@ class CreateosClient:
             ...     reply = await client.json("DELETE", "/sandboxes/sb_1", "delete sandbox",
             ...                               tolerate=frozenset({404}))
         """
-        await self._pacer.wait(self.api_url, self._spacing_s)
         if raw is not None:
             headers = self._headers("application/octet-stream")
             data: bytes | None = raw
@@ -191,30 +221,47 @@ class CreateosClient:
         else:
             headers = self._headers(None)
             data = None
-        timeout = aiohttp.ClientTimeout(
-            total=timeout_s if timeout_s is not None else self._timeout_s
-        )
-        try:
-            async with self._session.request(
-                method,
-                self.api_url + "/v1" + path,
-                params=params,
-                data=data,
-                headers=headers,
-                allow_redirects=False,
-                timeout=timeout,
-            ) as response:
-                if not 200 <= response.status < 300:
-                    if response.status in tolerate:
-                        return Reply(response.status, None)
-                    raise CreateosApiError(response.status, operation)
-                payload = await response.read()
-        except asyncio.TimeoutError:
-            raise CreateosTransportError(operation, "timeout") from None
-        except aiohttp.ClientError:
-            # aiohttp's messages include the URL (path and query); drop the chain on purpose.
-            raise CreateosTransportError(operation, "connection error") from None
-        return Reply(response.status, _parse_envelope(payload, operation))
+        total = timeout_s if timeout_s is not None else self._timeout_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + total
+        for attempt in range(RATE_LIMIT_RETRIES + 1):
+            await self._pacer.wait(self.api_url, self._spacing_s)
+            try:
+                async with self._session.request(
+                    method,
+                    self.api_url + "/v1" + path,
+                    params=params,
+                    data=data,
+                    headers=headers,
+                    allow_redirects=False,
+                    timeout=aiohttp.ClientTimeout(total=total),
+                ) as response:
+                    status = response.status
+                    # A 429 was refused before anything happened: the same request may go
+                    # again once the wait the service asks for is over (contract §1.7).
+                    wait = self._rate_limit_wait(response, attempt)
+                    if wait is None or loop.time() + wait >= deadline:
+                        if not 200 <= status < 300:
+                            if status in tolerate:
+                                return Reply(status, None)
+                            raise CreateosApiError(status, operation)
+                        return Reply(status, _parse_envelope(await response.read(), operation))
+            except asyncio.TimeoutError:
+                raise CreateosTransportError(operation, "timeout") from None
+            except aiohttp.ClientError:
+                # aiohttp's messages include the URL (path and query); drop the chain on purpose.
+                raise CreateosTransportError(operation, "connection error") from None
+            await asyncio.sleep(wait)  # outside the response: its connection goes back first
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _rate_limit_wait(self, response: aiohttp.ClientResponse, attempt: int) -> float | None:
+        """How long to wait before sending a request answered ``response`` again: the
+        ``Retry-After`` of a 429 (or the base delay when it names none), while attempts are
+        left; ``None`` when it must not go again."""
+        if response.status != 429 or attempt >= RATE_LIMIT_RETRIES:
+            return None
+        wait = retry_after_s(response.headers.get("Retry-After"))
+        return RATE_LIMIT_DEFAULT_S if wait is None else wait
 
     @asynccontextmanager
     async def stream(
