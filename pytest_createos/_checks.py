@@ -23,11 +23,47 @@ from typing import TypeVar
 
 from fake_server.journal import Entry, Journal
 from pytest_createos import _kit_messages as text
+from pytest_createos._check_base import (
+    CLEANUP,
+    CLOSING_STATUSES,
+    DEFAULT_MAX_ATTEMPTS_PER_SECOND,
+    DELETE,
+    EXEC,
+    GONE_STATUSES,
+    MAX_EVIDENCE,
+    PAUSE,
+    RESUME,
+    START_PROCESS,
+    WORK,
+    LeaseOutcome,
+    Route,
+    Violation,
+    arrived_during,
+    creation_of,
+    evidence,
+    failed,
+    last_status,
+    request_text,
+    requests_on,
+    route_of,
+    trimmed,
+)
+from pytest_createos._refusal_checks import check_refusals_retried, check_retry_after
 from pytest_createos._watch import ProviderCall
 
 __all__ = [
     "CHECKS",
+    "CLEANUP",
+    "DEFAULT_MAX_ATTEMPTS_PER_SECOND",
+    "DELETE",
+    "EXEC",
+    "MAX_EVIDENCE",
+    "PAUSE",
+    "RESUME",
+    "START_PROCESS",
+    "WORK",
     "LeaseOutcome",
+    "Route",
     "Violation",
     "check_all",
     "check_backoff",
@@ -35,149 +71,15 @@ __all__ = [
     "check_no_orphan_processes",
     "check_no_resume_during_cleanup",
     "check_no_work_on_closing",
+    "check_refusals_retried",
     "check_resumed_or_replaced",
     "check_resumes_serialised",
+    "check_retry_after",
     "check_unconfirmed_destroyed",
 ]
 
-Route = tuple[str, str]
+
 T = TypeVar("T")
-
-RESUME: Route = ("POST", "/v1/sandboxes/{id}/resume")
-PAUSE: Route = ("POST", "/v1/sandboxes/{id}/pause")
-DELETE: Route = ("DELETE", "/v1/sandboxes/{id}")
-EXEC: Route = ("POST", "/v1/sandboxes/{id}/exec")
-START_PROCESS: Route = ("POST", "/v1/sandboxes/{id}/processes")
-TERMINATE_PROCESS: Route = ("DELETE", "/v1/sandboxes/{id}/processes/{pid}")
-#: Requests that put work on a sandbox.
-WORK: frozenset[Route] = frozenset(
-    {
-        EXEC,
-        START_PROCESS,
-        ("PUT", "/v1/sandboxes/{id}/files"),
-        ("GET", "/v1/sandboxes/{id}/files"),
-        ("POST", "/v1/sandboxes/{id}/processes/{pid}/input"),
-    }
-)
-#: Requests that tear a lease down.
-CLEANUP: frozenset[Route] = frozenset({PAUSE, DELETE})
-#: Statuses of a sandbox that is going away (work or a resume sent then is a bug).
-CLOSING_STATUSES = frozenset({"pausing", "destroying", "destroyed"})
-#: Statuses after which a sandbox holds nothing any more.
-GONE_STATUSES = frozenset({"destroying", "destroyed", "failed"})
-#: How many evidence lines a violation shows at most (the first ones, then the last).
-MAX_EVIDENCE = 8
-DEFAULT_MAX_ATTEMPTS_PER_SECOND = 10.0
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One bug a check found: which check, which sandbox, what happened, the journal lines that
-    show it (in arrival order) and what to change.
-
-    Example:
-        >>> v = Violation("retries-back-off", "sb_1", "sb_1: ... retried 40 times ...", "Wait.")
-        >>> print(v.describe())
-        [retries-back-off] sb_1: ... retried 40 times ...
-          fix: Wait.
-    """
-
-    check: str
-    sandbox: str | None
-    what: str
-    fix: str
-    entries: tuple[Entry, ...] = ()
-    #: The provider calls that show it, for a host on a watched provider (oldest first).
-    calls: tuple[ProviderCall, ...] = ()
-
-    def describe(self) -> str:
-        """The violation as readable lines: what happened, the journal excerpt or the provider
-        calls that show it, the fix."""
-        lines = [f"[{self.check}] {self.what}"]
-        if self.entries:
-            lines.append("  journal, in arrival order:")
-            lines += [f"    {_line(entry)}" for entry in self.entries]
-        if self.calls:
-            lines.append(text.CALLS_HEADER)
-            first = self.calls[0].started
-            lines += [f"    +{c.started - first:.3f} s {c.describe()}" for c in self.calls]
-        lines.append(f"  fix: {self.fix}")
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class LeaseOutcome:
-    """What a ``resume()`` handed back, for :func:`check_resumed_or_replaced`.
-
-    ``original`` is the sandbox of the lease passed to ``resume()``; ``final`` the sandbox the
-    returned lease ran a command on (``None`` if it ran nowhere); ``error`` says why there is
-    no usable lease (``resume()`` or the command raised), if so.
-
-    Example:
-        >>> LeaseOutcome("sb_old", "sb_new").final
-        'sb_new'
-    """
-
-    original: str
-    final: str | None
-    error: str | None = None
-
-
-# -- helpers ---------------------------------------------------------------------------------
-
-
-def _route(entry: Entry) -> Route | None:
-    if entry.kind != "request" or entry.method is None or entry.route is None:
-        return None
-    return (entry.method, entry.route)
-
-
-def _requests(journal: Journal, routes: Iterable[Route]) -> list[Entry]:
-    wanted = set(routes)
-    found = [entry for entry in journal.requests() if _route(entry) in wanted]
-    return sorted(found, key=lambda entry: entry.opened)
-
-
-def _line(entry: Entry) -> str:
-    if entry.kind == "request" and entry.opened != entry.seq:
-        return f"{entry.describe()}  [arrived at #{entry.opened}]"
-    return entry.describe()
-
-
-def _request_text(entry: Entry) -> str:
-    return f"{entry.method} {entry.path}"
-
-
-def _evidence(*groups: Iterable[Entry]) -> tuple[Entry, ...]:
-    """Unique entries in arrival order, trimmed to the first and last few."""
-    unique = {id(entry): entry for group in groups for entry in group}
-    return _trimmed(sorted(unique.values(), key=lambda entry: (entry.opened, entry.seq)))
-
-
-def _trimmed(ordered: Sequence[T]) -> tuple[T, ...]:
-    """The first and last few of ``ordered``, at most :data:`MAX_EVIDENCE` in all."""
-    if len(ordered) > MAX_EVIDENCE:
-        head = MAX_EVIDENCE - 2
-        return (*ordered[:head], *ordered[-2:])
-    return tuple(ordered)
-
-
-def _failed(entry: Entry) -> bool:
-    return entry.status is None or entry.status >= 400
-
-
-def _last_status(journal: Journal, sandbox: str) -> str | None:
-    transitions = journal.transitions(sandbox)
-    return transitions[-1].after if transitions else None
-
-
-def _creation(journal: Journal, sandbox: str) -> Entry | None:
-    return next((e for e in journal.transitions(sandbox) if e.before is None), None)
-
-
-def _arrived_during(entry: Entry, other: Entry) -> bool:
-    """Whether ``entry`` arrived while ``other`` was in flight (``other`` came first)."""
-    return other.opened < entry.opened < other.seq
 
 
 def _closing_reason(entry: Entry, cleanups: Sequence[Entry]) -> tuple[str, list[Entry]] | None:
@@ -185,9 +87,9 @@ def _closing_reason(entry: Entry, cleanups: Sequence[Entry]) -> tuple[str, list[
 
     Only a cleanup that was already in flight when ``entry`` arrived counts: a cleanup sent
     while the request was in flight is the host tearing down after it, not racing it."""
-    overlapping = [c for c in cleanups if _arrived_during(entry, c)]
+    overlapping = [c for c in cleanups if arrived_during(entry, c)]
     if overlapping:
-        return text.REASON_OVERLAP.format(request=_request_text(overlapping[0])), overlapping
+        return text.REASON_OVERLAP.format(request=request_text(overlapping[0])), overlapping
     if entry.sandbox_status in CLOSING_STATUSES:
         return text.REASON_STATUS.format(status=entry.sandbox_status), []
     return None
@@ -207,10 +109,10 @@ def _during_cleanup(
     journal: Journal, routes: Iterable[Route], check: str, wording: _Wording
 ) -> list[Violation]:
     cleanups: dict[str | None, list[Entry]] = defaultdict(list)
-    for cleanup in _requests(journal, CLEANUP):
+    for cleanup in requests_on(journal, CLEANUP):
         cleanups[cleanup.sandbox].append(cleanup)
     offending: dict[str, list[tuple[Entry, str, list[Entry]]]] = defaultdict(list)
-    for entry in _requests(journal, routes):
+    for entry in requests_on(journal, routes):
         found = _closing_reason(entry, cleanups[entry.sandbox])
         if found is not None and entry.sandbox is not None:
             offending[entry.sandbox].append((entry, *found))
@@ -225,14 +127,12 @@ def _during_cleanup(
         else:
             what, fix = wording.during, wording.during_fix
         message = what.format(
-            sandbox=sandbox, count=len(found_list), request=_request_text(first), reason=reason
+            sandbox=sandbox, count=len(found_list), request=request_text(first), reason=reason
         )
         entries = [entry for entry, _, _ in found_list]
         statuses = [t for t in journal.transitions(sandbox) if t.seq < first.opened][-1:]
         violations.append(
-            Violation(
-                check, sandbox, message, fix, _evidence(shown_cleanups, statuses, entries[:3])
-            )
+            Violation(check, sandbox, message, fix, evidence(shown_cleanups, statuses, entries[:3]))
         )
     return violations
 
@@ -284,15 +184,15 @@ def check_resumes_serialised(journal: Journal) -> list[Violation]:
         []
     """
     by_sandbox: dict[str | None, list[Entry]] = defaultdict(list)
-    for resume in _requests(journal, [RESUME]):
+    for resume in requests_on(journal, [RESUME]):
         by_sandbox[resume.sandbox].append(resume)
     violations = []
     for sandbox, resumes in by_sandbox.items():
         raced: list[tuple[Entry, str, list[Entry]]] = []
         for index, resume in enumerate(resumes):
-            earlier = [r for r in resumes[:index] if _arrived_during(resume, r)]
+            earlier = [r for r in resumes[:index] if arrived_during(resume, r)]
             if earlier:
-                reason = text.REASON_OTHER_RESUME.format(request=_request_text(earlier[0]))
+                reason = text.REASON_OTHER_RESUME.format(request=request_text(earlier[0]))
                 raced.append((resume, reason, earlier[:1]))
             elif resume.sandbox_status == "resuming":
                 raced.append((resume, text.REASON_RESUMING, []))
@@ -306,7 +206,7 @@ def check_resumes_serialised(journal: Journal) -> list[Violation]:
                     sandbox,
                     what,
                     text.RESUMES_SERIALISED_FIX,
-                    _evidence(shown, entries),
+                    evidence(shown, entries),
                 )
             )
     return violations
@@ -340,19 +240,19 @@ def check_backoff(
     violations = []
     for entries in requests.values():
         entries.sort(key=lambda entry: entry.opened)
-        window = _busiest_retries(entries, _failed, lambda entry: entry.at)
+        window = _busiest_retries(entries, failed, lambda entry: entry.at)
         if len(window) <= max_per_second:
             continue
         sandbox = window[0].sandbox
         what = text.HOT_LOOP_WHAT.format(
             sandbox=sandbox or text.NO_SANDBOX,
-            request=_request_text(window[0]),
+            request=request_text(window[0]),
             count=len(window),
             span=window[-1].at - window[0].at,
             limit=max_per_second,
         )
         violations.append(
-            Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, _evidence(window))
+            Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, evidence(window))
         )
     # A hot loop whose requests reached the fake is reported from the journal already; the
     # provider's side of it would only say the same again.
@@ -378,7 +278,7 @@ def check_backoff(
             error=last_failure.error,
         )
         violations.append(
-            Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, calls=_trimmed(found))
+            Violation(text.RETRIES_BACK_OFF, sandbox, what, text.BACKOFF_FIX, calls=trimmed(found))
         )
     return violations
 
@@ -423,7 +323,7 @@ def check_resumed_or_replaced(
                 outcome.original,
                 what,
                 text.RESUMED_OR_REPLACED_FIX,
-                _evidence(history),
+                evidence(history),
             )
         )
     return violations
@@ -433,12 +333,12 @@ def _outcome_problem(journal: Journal, outcome: LeaseOutcome) -> str | None:
     original, final = outcome.original, outcome.final
     if outcome.error is not None or final is None:
         return text.NO_LEASE_WHAT.format(sandbox=original, error=outcome.error or "no command ran")
-    status = _last_status(journal, final)
+    status = last_status(journal, final)
     if final == original:
         if status != "running":
             return text.NOT_RUNNING_WHAT.format(sandbox=original, status=status)
         return None
-    old, new = _creation(journal, original), _creation(journal, final)
+    old, new = creation_of(journal, original), creation_of(journal, final)
     if new is None or (old is not None and new.seq < old.seq):
         return text.STALE_REPLACEMENT_WHAT.format(sandbox=original, final=final)
     if status != "running":
@@ -458,13 +358,13 @@ def check_unconfirmed_destroyed(journal: Journal, sandbox: str, *, after: int) -
         'unconfirmed-destroyed'
     """
     later = [e for e in journal.requests(sandbox=sandbox) if e.opened > after]
-    reused = [e for e in later if _route(e) in WORK | {PAUSE, RESUME}]
-    destroys = [e for e in later if _route(e) == DELETE]
+    reused = [e for e in later if route_of(e) in WORK | {PAUSE, RESUME}]
+    destroys = [e for e in later if route_of(e) == DELETE]
     if destroys and not reused:
         return []
     cause = [e for e in journal.requests(sandbox=sandbox) if e.seq == after]
     if reused:
-        kinds = sorted({_request_text(e).rsplit("/", 1)[-1] for e in reused})
+        kinds = sorted({request_text(e).rsplit("/", 1)[-1] for e in reused})
         requests = f"{len(reused)} request(s) ({', '.join(kinds)})"
         what = text.UNCONFIRMED_REUSED_WHAT.format(sandbox=sandbox, after=after, requests=requests)
     else:
@@ -475,7 +375,7 @@ def check_unconfirmed_destroyed(journal: Journal, sandbox: str, *, after: int) -
             sandbox,
             what,
             text.UNCONFIRMED_FIX,
-            _evidence(cause, reused[:4], destroys[:1]),
+            evidence(cause, reused[:4], destroys[:1]),
         )
     ]
 
@@ -494,7 +394,7 @@ def check_no_leaks(journal: Journal, *, keep: Iterable[str] = ()) -> list[Violat
         sandbox = creation.sandbox
         if creation.before is not None or sandbox is None or sandbox in kept:
             continue
-        status = _last_status(journal, sandbox)
+        status = last_status(journal, sandbox)
         if status in GONE_STATUSES:
             continue
         history = journal.history(sandbox)
@@ -504,7 +404,7 @@ def check_no_leaks(journal: Journal, *, keep: Iterable[str] = ()) -> list[Violat
                 sandbox,
                 text.LEAK_WHAT.format(sandbox=sandbox, status=status),
                 text.LEAK_FIX,
-                _evidence(history[:2], history[-3:]),
+                evidence(history[:2], history[-3:]),
             )
         )
     return violations
@@ -533,7 +433,7 @@ def check_no_orphan_processes(journal: Journal) -> list[Violation]:
         what = text.ORPHAN_WHAT.format(sandbox=sandbox, process=process, seq=start.seq)
         violations.append(
             Violation(
-                text.NO_ORPHAN_PROCESS, sandbox, what, text.ORPHAN_FIX, _evidence([start], later)
+                text.NO_ORPHAN_PROCESS, sandbox, what, text.ORPHAN_FIX, evidence([start], later)
             )
         )
     return violations
@@ -547,13 +447,16 @@ def check_all(
     unconfirmed: Mapping[str, int] | None = None,
     max_attempts_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
     calls: Sequence[ProviderCall] = (),
+    retry_after: Mapping[str, float] | None = None,
 ) -> list[Violation]:
     """Every check at once.
 
     ``outcomes`` feeds :func:`check_resumed_or_replaced`; ``keep`` the leak check (default:
     the final sandboxes of ``outcomes``); ``unconfirmed`` maps sandboxes to the ticket at
     which their cleanup became unconfirmed (:func:`check_unconfirmed_destroyed`); ``calls``
-    (a watched provider's calls) feed :func:`check_backoff` along with the journal.
+    (a watched provider's calls) feed :func:`check_backoff` along with the journal;
+    ``retry_after`` maps the ids of fault rules that answer with a ``Retry-After`` to its
+    seconds (:func:`check_retry_after`).
 
     Example::
 
@@ -567,6 +470,8 @@ def check_all(
         *check_no_resume_during_cleanup(journal),
         *check_resumes_serialised(journal),
         *check_backoff(journal, max_per_second=max_attempts_per_second, calls=calls),
+        *check_retry_after(journal, retry_after or {}),
+        *check_refusals_retried(journal),
         *check_resumed_or_replaced(journal, outcomes),
         *check_no_leaks(journal, keep=keep),
         *check_no_orphan_processes(journal),
@@ -582,6 +487,8 @@ CHECKS: dict[str, str] = {
     text.NO_RESUME_DURING_CLEANUP: "no resume while the pause or delete is in flight, or once gone",
     text.RESUMES_SERIALISED: "concurrent resumes of one lease send one resume at a time",
     text.RETRIES_BACK_OFF: "retries of failed requests or provider calls are bounded per second",
+    text.RETRY_AFTER_HONOURED: "a request answered with Retry-After is not sent again sooner",
+    text.REFUSALS_RETRIED: "a pause, resume or delete refused for now (409, 429) is sent again",
     text.RESUMED_OR_REPLACED: "resume ends resumed after cleanup, or replaced by a fresh lease",
     text.NO_LEAKED_SANDBOX: "no sandbox is left alive that no lease refers to",
     text.NO_ORPHAN_PROCESS: "no command's process is left running (e.g. after shutdown)",

@@ -22,6 +22,8 @@ NO_WORK_ON_CLOSING: Final = "no-work-on-closing-sandbox"
 NO_RESUME_DURING_CLEANUP: Final = "no-resume-during-cleanup"
 RESUMES_SERIALISED: Final = "resumes-serialised"
 RETRIES_BACK_OFF: Final = "retries-back-off"
+RETRY_AFTER_HONOURED: Final = "retry-after-honoured"
+REFUSALS_RETRIED: Final = "refusals-retried"
 RESUMED_OR_REPLACED: Final = "resumed-or-replaced"
 UNCONFIRMED_DESTROYED: Final = "unconfirmed-destroyed"
 NO_LEAKED_SANDBOX: Final = "no-leaked-sandbox"
@@ -67,6 +69,14 @@ HOT_PROVIDER_LOOP_WHAT: Final = (
     "{error}"
 )
 NO_SANDBOX: Final = "(no sandbox)"
+RETRY_TOO_SOON_WHAT: Final = (
+    "{sandbox}: {request} was answered HTTP {status} with Retry-After: {wait:g}, and sent "
+    "again {waited:.3f} s after that answer ({count} retry(ies) too soon)."
+)
+REFUSAL_ABANDONED_WHAT: Final = (
+    "{sandbox}: {request} was refused for now with HTTP {status} (#{seq}) and never sent "
+    "again; the sandbox was left {left}."
+)
 NO_LEASE_WHAT: Final = "{sandbox}: resume() gave back no usable lease: {error}."
 NOT_RUNNING_WHAT: Final = (
     "{sandbox}: resume() handed back the lease on {sandbox}, but the sandbox ended {status}."
@@ -144,6 +154,16 @@ BACKOFF_FIX: Final = (
     "Wait between attempts: exponentially growing, jittered and bounded delays, honouring "
     "Retry-After, and a bounded number of attempts. A refusal because cleanup is in flight is "
     "answered by waiting for that cleanup, not by asking again at once."
+)
+RETRY_AFTER_FIX: Final = (
+    "Honour Retry-After: before sending the request again, wait at least the seconds it names "
+    "(or until the HTTP date it gives), and give up after a bounded number of attempts."
+)
+REFUSALS_RETRIED_FIX: Final = (
+    "A 409 on a pause or resume means the sandbox was not in a state for it yet: keep polling "
+    "its status and submit again once it is paused (or running); a 429 means slow down: send "
+    "the same request again after its Retry-After. Neither fails the call or expires the "
+    "lease; only the call's own deadline does."
 )
 RESUMED_OR_REPLACED_FIX: Final = (
     "resume() must end with a usable lease: the same sandbox resumed (running) after its "

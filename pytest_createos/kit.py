@@ -57,8 +57,10 @@ from pytest_createos._checks import (
     check_no_orphan_processes,
     check_no_resume_during_cleanup,
     check_no_work_on_closing,
+    check_refusals_retried,
     check_resumed_or_replaced,
     check_resumes_serialised,
+    check_retry_after,
     check_unconfirmed_destroyed,
 )
 from pytest_createos._explore import (
@@ -124,8 +126,10 @@ __all__ = [
     "check_no_orphan_processes",
     "check_no_resume_during_cleanup",
     "check_no_work_on_closing",
+    "check_refusals_retried",
     "check_resumed_or_replaced",
     "check_resumes_serialised",
+    "check_retry_after",
     "check_unconfirmed_destroyed",
     "lease_params",
     "reference_host",
@@ -367,7 +371,8 @@ class ConformanceKit:
         is reported by ``no-leaked-sandbox``. ``outcomes`` are what your ``resume()`` calls
         handed back (:class:`LeaseOutcome`; their final sandboxes are kept when ``keep`` is
         not given) and ``unconfirmed`` maps sandboxes to the journal ticket at which their
-        process cleanup became unconfirmed.
+        process cleanup became unconfirmed. The fault rules that answer with a
+        ``Retry-After`` (see :meth:`retry_after_rules`) say how long a retry must wait.
 
         Example::
 
@@ -380,7 +385,24 @@ class ConformanceKit:
             unconfirmed=unconfirmed,
             max_attempts_per_second=self.max_attempts_per_second,
             calls=self.calls,
+            retry_after=self.retry_after_rules(),
         )
+
+    def retry_after_rules(self) -> dict[str, float]:
+        """The test's fault rules that answer with a ``Retry-After`` now, by id, with its
+        seconds: what ``retry-after-honoured`` holds the journal to (a rule removed since is
+        not known any more).
+
+        Example::
+
+            createos_server.faults.error(429, route="DELETE /v1/sandboxes/{id}", retry_after=1)
+            assert list(createos_kit.retry_after_rules().values()) == [1.0]
+        """
+        return {
+            rule["id"]: float(rule["action"]["retry_after"])
+            for rule in self.server.faults.rules
+            if rule["action"].get("retry_after") is not None
+        }
 
     def assert_ok(
         self,

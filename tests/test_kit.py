@@ -488,12 +488,23 @@ def test_check_all_runs_every_check_and_keeps_the_final_leases(script: Script) -
     script.call(RESUME, SB, state="resuming", status=409)
     script.call(EXEC, SB, state="pausing", status=409)
     script.process(SB, "start")
-    found = check_all(script.journal, outcomes=[LeaseOutcome(SB, NEW)], unconfirmed={SB: lost.seq})
+    limited = script.send(DELETE, NEW, state="error")
+    limited.rules = ["r1"]
+    script.answer(limited, 429)
+    script.call(DELETE, NEW, state="error", status=429)  # at once, then never again
+    found = check_all(
+        script.journal,
+        outcomes=[LeaseOutcome(SB, NEW)],
+        unconfirmed={SB: lost.seq},
+        retry_after={"r1": 1.0},
+    )
     assert [v.check for v in found] == [
         "no-work-on-closing-sandbox",
         "no-resume-during-cleanup",
         "resumes-serialised",
         "retries-back-off",
+        "retry-after-honoured",
+        "refusals-retried",
         "resumed-or-replaced",
         "no-leaked-sandbox",
         "no-orphan-process",
