@@ -193,6 +193,11 @@ PROVIDER_LIFTED_FIX: Final = (
     "Clear the lease's closing state when the release or destroy ends, and its unconfirmed "
     "state when a destroy succeeds, so a later resume is answered (resumed or expired)."
 )
+PROVIDER_RESUMED_FIX: Final = (
+    "resume() must hand back the lease, resumed, while its sandbox is intact: a 409 or 429 on "
+    "the way is no reason to fail or expire it (send the request again, after its "
+    "Retry-After); expire a lease only when its sandbox is gone or its marker does not match."
+)
 SCENARIO_FIX: Final = (
     "The Host adapter must map acquire/release/resume/run onto your code and let every call "
     "finish; see the scenario's steps for what the host did."
@@ -218,6 +223,11 @@ STEP_CREATED: Final = "{call} created {sandbox}"
 STEP_HOLDING: Final = "the kit holds {what} of {sandbox}"
 STEP_LOSING: Final = "the kit loses the answer to {what} of {sandbox} (the effect still happens)"
 STEP_FAILING: Final = "the kit answers the next {routes} with HTTP {status}"
+STEP_RETRY_AFTER: Final = " and Retry-After: {seconds}"
+STEP_CONFLICT_NO_EFFECT: Final = (
+    "a 409 changes nothing: {sandbox} stays as it is until the request is sent again"
+)
+STEP_PAUSED_BEHIND: Final = "the fake pauses {sandbox} on its own (as its auto-pause would)"
 STEP_STICK: Final = "the kit keeps the next transition of {sandbox} in flight"
 STEP_RACED: Final = "the host sent a resume or work request while its release was held"
 STEP_TWO_RESUMES: Final = "the host sent two resumes of the lease at once"
@@ -248,6 +258,8 @@ WHEN_DELETE_FAILED: Final = "after its delete failed"
 AFTER_CLEANUP: Final = "after the {hook} finished"
 AFTER_DESTROY: Final = "after a successful destroy"
 
+EXPIRED_INTACT: Final = "it returned an expired lease, though the sandbox was paused and intact"
+NO_COMMAND_SENT_ON: Final = "execute() on it sent no command to {sandbox}"
 NO_SHUTDOWN: Final = "the host has no async shutdown() method"
 UNKNOWN_SCENARIO: Final = "unknown scenario {name!r}; the scenarios are: {names}"
 VIOLATIONS_HEADER: Final = "scenario {scenario}: {count} violation(s)"

@@ -163,6 +163,8 @@ class ScenarioRun:
         self.outcomes: list[LeaseOutcome] = []
         self.keep: set[str] = set()
         self.unconfirmed: dict[str, int] = {}
+        #: The Retry-After, in seconds, of each fault rule the scenario added with one.
+        self.retry_after: dict[str, float] = {}
         self.start = kit.mark()
         self.first_call = len(kit.calls)
         self._baseline_rules = {rule["id"] for rule in self.faults.rules}
@@ -225,10 +227,26 @@ class ScenarioRun:
         self.step(text.STEP_LOSING.format(what=label, sandbox=sandbox))
         return self._rules({"type": "drop_response"}, routes, sandbox)
 
-    def fail_next(self, status: int, routes: Iterable[Route], sandbox: str) -> set[str]:
-        """The next request of each route is answered ``status`` without effect."""
-        self.step(text.STEP_FAILING.format(status=status, routes=_routes_text(routes)))
-        return self._rules({"type": "error", "status": status}, routes, sandbox)
+    def fail_next(
+        self,
+        status: int,
+        routes: Iterable[Route],
+        sandbox: str,
+        *,
+        retry_after: int | None = None,
+    ) -> set[str]:
+        """The next request of each route is answered ``status`` without effect (with a
+        ``Retry-After`` of that many seconds, which the verdict then holds retries to)."""
+        action: dict[str, Any] = {"type": "error", "status": status}
+        step = text.STEP_FAILING.format(status=status, routes=_routes_text(routes))
+        if retry_after is not None:
+            action["retry_after"] = retry_after
+            step += text.STEP_RETRY_AFTER.format(seconds=retry_after)
+        self.step(step)
+        rules = self._rules(action, routes, sandbox)
+        if retry_after is not None:
+            self.retry_after.update(dict.fromkeys(rules, float(retry_after)))
+        return rules
 
     def _rules(self, action: dict[str, Any], routes: Iterable[Route], sandbox: str) -> set[str]:
         added = self.faults.add_all(
@@ -249,6 +267,11 @@ class ScenarioRun:
             if rule_ids & set(entry.rules):
                 return entry
         return None
+
+    def pause_behind(self, sandbox: str) -> None:
+        """The fake pauses ``sandbox`` on its own, as the service's auto-pause would."""
+        self.faults.set_status(sandbox, "paused")
+        self.step(text.STEP_PAUSED_BEHIND.format(sandbox=sandbox))
 
     def stick(self, sandbox: str) -> None:
         self.faults.stick(sandbox)
@@ -425,6 +448,7 @@ class ScenarioRun:
                 unconfirmed=self.unconfirmed,
                 max_attempts_per_second=self.kit.max_attempts_per_second,
                 calls=self.kit.calls[self.first_call :],
+                retry_after=self.retry_after,
             ),
         ]
         return self.report

@@ -327,6 +327,88 @@ async def _provider_resume_after_failed_delete(
     await _expect_no_refusal(run, provider, args, sandbox, text.AFTER_DESTROY)
 
 
+async def _judge_provider_resume(
+    kit: ConformanceKit,
+    run: ScenarioRun,
+    provider: LeaseProviderLike,
+    params: Mapping[str, Any],
+    resume: asyncio.Future[Any],
+    sandbox: str,
+) -> Any:
+    """Take the lease ``resume()`` handed back and execute the kit's command on it at once, as
+    a host would: it must be the same sandbox's lease, resumed. Returns it if so (a violation
+    of ``resumed-or-replaced`` otherwise: the sandbox was intact, there was nothing to replace)."""
+    result = await run.finish(resume)
+    lease = result.value
+    if result.failed:
+        problem: str | None = result.failure("resume()")
+    elif getattr(lease, "provider_lease_id", None) != sandbox:
+        problem = text.EXPIRED_INTACT
+    else:
+        mark = kit.mark()
+        program, *words = shlex.split(kit.probe_command)
+        call = text.CALL_RUN.format(hook="execute", sandbox=sandbox, command=kit.probe_command)
+        executing = provider.execute(**params, lease=lease, command=program, args=words)
+        ran = await run.finish(run.spawn(call, executing, quiet=True))
+        if ran.failed:
+            problem = ran.failure("execute() on it")
+        elif sandbox not in kit.work_since(mark):
+            problem = text.NO_COMMAND_SENT_ON.format(sandbox=sandbox)
+        else:
+            problem = None
+            run.step(text.STEP_PROBE.format(call=call, sandbox=sandbox))
+    if problem is None:
+        return lease
+    what = text.NO_LEASE_WHAT.format(sandbox=sandbox, error=problem)
+    run.violation(text.RESUMED_OR_REPLACED, sandbox, what, text.PROVIDER_RESUMED_FIX)
+    return None
+
+
+async def _provider_through_refusals(
+    kit: ConformanceKit,
+    run: ScenarioRun,
+    provider: LeaseProviderLike,
+    params: Mapping[str, Any],
+    status: int,
+) -> None:
+    """The lease, paused behind the provider's back, is resumed and released while the fake
+    refuses the first resume, pause and delete of it with ``status`` (409: not in a state for
+    it yet; 429: slow down, with the kit's Retry-After). Neither is a failure: each must be
+    sent again (after the Retry-After), and the lease come back resumed."""
+    acquired = await _provider_lease(run, provider, params)
+    if acquired is None:
+        return
+    _, sandbox, args = acquired
+    run.pause_behind(sandbox)
+    if status == 429:
+        run.fail_next(status, {RESUME, PAUSE, DELETE}, sandbox, retry_after=kit.retry_after_s)
+    else:
+        # A real service refuses a resume (or pause) that meets its sandbox still settling:
+        # nothing happens, and only a submit sent again gets it moving. (A delete it accepts
+        # in every state.)
+        run.fail_next(status, {RESUME, PAUSE}, sandbox)
+        run.step(text.STEP_CONFLICT_NO_EFFECT.format(sandbox=sandbox))
+    call = text.CALL.format(hook="resume", sandbox=sandbox)
+    resume = run.spawn(call, provider.resume(**args))
+    lease = await _judge_provider_resume(kit, run, provider, params, resume, sandbox)
+    if lease is not None:
+        # The release's pause or delete meets its refusal too (which one is the config's).
+        release = text.CALL.format(hook="release", sandbox=sandbox)
+        await run.call(release, provider.release(**_lease_args(params, lease)))
+
+
+async def _provider_resume_conflict(
+    kit: ConformanceKit, run: ScenarioRun, provider: LeaseProviderLike, params: Mapping[str, Any]
+) -> None:
+    await _provider_through_refusals(kit, run, provider, params, 409)
+
+
+async def _provider_rate_limited(
+    kit: ConformanceKit, run: ScenarioRun, provider: LeaseProviderLike, params: Mapping[str, Any]
+) -> None:
+    await _provider_through_refusals(kit, run, provider, params, 429)
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A race the kit builds: its name (the test id) and what it expects of the code.
@@ -408,6 +490,20 @@ PROVIDER_SCENARIOS: tuple[Scenario, ...] = (
         "resume-after-failed-delete",
         "after a failed delete, resume() is refused until a destroy succeeds",
         _provider_resume_after_failed_delete,
+    ),
+    _provider_scenario(
+        "resume-refused-with-409",
+        "the lease was paused behind the provider's back; the first resume (and the release's "
+        "pause) is refused with 409 and changes nothing: each is submitted again, and resume() "
+        "hands the lease back resumed",
+        _provider_resume_conflict,
+    ),
+    _provider_scenario(
+        "lifecycle-rate-limited",
+        "the lease was paused behind the provider's back; its first resume, pause and delete "
+        "are answered 429 with Retry-After: each is sent again, no sooner, and resume() hands "
+        "the lease back resumed",
+        _provider_rate_limited,
     ),
 )
 

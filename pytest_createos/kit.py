@@ -146,6 +146,9 @@ ProviderT = TypeVar("ProviderT")
 DEFAULT_SETTLE_S = 0.2
 #: How long any one host call may take once the kit has let everything through.
 DEFAULT_TIMEOUT_S = 10.0
+#: The Retry-After (whole seconds, as the service sends it) of the kit's rate-limited answers:
+#: a client that honours it waits that long in real time, so it is the shortest there is.
+DEFAULT_RETRY_AFTER_S = 1
 #: What the kit runs on a lease to learn which sandbox it points at.
 PROBE_COMMAND = "echo createos-kit"
 #: Statuses in the middle of a transition (the kit waits them out where a scenario needs to).
@@ -162,7 +165,8 @@ class ConformanceKit:
     ``settle_s`` is how long the kit waits for a host to show its hand before concluding that
     it is waiting (a host that behaves never depends on it); ``timeout_s`` bounds every host
     call once the kit has let everything through; ``max_attempts_per_second`` is the backoff
-    check's limit; ``probe_command`` is what the kit runs on a lease to see where it points.
+    check's limit; ``probe_command`` is what the kit runs on a lease to see where it points;
+    ``retry_after_s`` is the ``Retry-After`` its rate-limited answers send (whole seconds).
     Every call of a provider handed out by :meth:`watch` is recorded in :attr:`calls`.
 
     Example::
@@ -184,8 +188,10 @@ class ConformanceKit:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_attempts_per_second: float = DEFAULT_MAX_ATTEMPTS_PER_SECOND,
         probe_command: str = PROBE_COMMAND,
+        retry_after_s: int = DEFAULT_RETRY_AFTER_S,
     ) -> None:
         self.server = server
+        self.retry_after_s = retry_after_s
         self.settle_s = settle_s
         self.timeout_s = timeout_s
         self.max_attempts_per_second = max_attempts_per_second

@@ -56,7 +56,8 @@ async function sandboxStatus(api, id) {
   }
 }
 
-/** Ask for `target` (running or paused) once, then poll until the sandbox is there. */
+/** Ask for `target` (running or paused), then poll until the sandbox is there. A 409 says the
+ * sandbox was not in a state for it yet: look again after a poll, and ask again. */
 async function transition(cfg, id, target) {
   const deadline = Date.now() + cfg.timeoutMs;
   let asked = false;
@@ -68,14 +69,14 @@ async function transition(cfg, id, target) {
       throw new LeaseError(`CreateOS sandbox did not reach ${target}: status error`);
     }
     if (!asked && !MOVING.has(status)) {
-      asked = true;
       const verb = target === "paused" ? "pause" : "resume";
       try {
         await cfg.api.call("POST", `/v1/sandboxes/${id}/${verb}`);
+        asked = true;
+        continue;
       } catch (error) {
-        if (!(error instanceof ApiError && error.status === 409)) throw error; // raced: look again
+        if (!(error instanceof ApiError && error.status === 409)) throw error; // not yet: poll
       }
-      continue;
     }
     if (Date.now() >= deadline) {
       throw new LeaseError(`CreateOS sandbox did not reach ${target}: status ${status}`);

@@ -130,7 +130,13 @@ class OptimisticProvider(LeaseProvider):
         return Lease(kwargs["provider_lease_id"], dict(kwargs["lease_metadata"]))
 
 
-@pytest.mark.parametrize("scenario", [s.name for s in PROVIDER_SCENARIOS])
+#: The provider scenarios that race the guard (the others refuse a request for now, and a
+#: provider without the guard still gets those right).
+REFUSAL_SCENARIOS = ("resume-refused-with-409", "lifecycle-rate-limited")
+GUARD_SCENARIOS = [s.name for s in PROVIDER_SCENARIOS if s.name not in REFUSAL_SCENARIOS]
+
+
+@pytest.mark.parametrize("scenario", GUARD_SCENARIOS)
 async def test_a_provider_without_the_guard_is_caught(
     scenario: str, createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
 ) -> None:

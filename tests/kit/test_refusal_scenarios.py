@@ -1,0 +1,161 @@
+"""The provider scenarios that refuse a lifecycle request for now (409, or 429 with a
+Retry-After): the reference provider passes them (see ``TestReferenceProvider``), and each
+provider that gets a refusal wrong is caught by the check made for its bug."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+import aiohttp
+import pytest
+
+from pytest_createos import _kit_messages as text
+from pytest_createos._client import RATE_LIMIT_RETRIES, CreateosClient
+from pytest_createos.kit import ConformanceKit, ScenarioReport
+from pytest_createos.provider import LeaseProvider
+from pytest_createos.provider.config import _Settings
+from pytest_createos.server import CreateosServer
+from tests.kit.test_scenarios import REFUSAL_SCENARIOS
+
+CONFLICT, RATE_LIMITED = REFUSAL_SCENARIOS
+
+
+class SubmitOnceProvider(LeaseProvider):
+    """Submits a pause or resume once. A 409 on it raises (``fatal``), or is taken as accepted,
+    and then it polls for a transition nothing started."""
+
+    fatal = True
+
+    async def _transition(
+        self,
+        client: CreateosClient,
+        sandbox_id: str,
+        desired: Literal["running", "paused"],
+        cfg: _Settings,
+    ) -> None:
+        action = "resume" if desired == "running" else "pause"
+        if await self._get_status(client, sandbox_id) != desired:
+            await client.json(
+                "POST",
+                client.path("sandboxes", sandbox_id, action),
+                f"{action} sandbox",
+                body={},
+                tolerate=frozenset() if self.fatal else frozenset({409}),
+            )
+        # The sandbox's status lives in the fake: polling it is all a provider can do.
+        while await self._get_status(client, sandbox_id) != desired:  # noqa: ASYNC110
+            await asyncio.sleep(cfg.poll_s)
+
+
+class HopefulProvider(SubmitOnceProvider):
+    """Takes a 409 on its submit as accepted."""
+
+    fatal = False
+
+
+class RateLimitClient(CreateosClient):
+    """Sends a request answered 429 again at once (``patient`` false), or never."""
+
+    patient: bool | None = False
+
+    def _rate_limit_wait(self, response: aiohttp.ClientResponse, attempt: int) -> float | None:
+        if self.patient is None or response.status != 429 or attempt >= RATE_LIMIT_RETRIES:
+            return None
+        return 0.0
+
+
+class GivingUpClient(RateLimitClient):
+    patient = None
+
+
+class RateLimitProvider(LeaseProvider):
+    """Ignores Retry-After: sends a request answered 429 again at once."""
+
+    client_type: type[RateLimitClient] = RateLimitClient
+
+    def _client(self, cfg: _Settings) -> CreateosClient:
+        super()._client(cfg)  # opens the session
+        assert self._session is not None
+        return self.client_type(
+            self._session,
+            self._pacer,
+            api_url=cfg.api_url,
+            api_key=cfg.api_key,
+            spacing_s=cfg.request_spacing_ms / 1000,
+            timeout_s=cfg.timeout_s,
+        )
+
+
+class GivingUpProvider(RateLimitProvider):
+    """Fails the call at the first 429."""
+
+    client_type = GivingUpClient
+
+
+async def run(
+    kit: ConformanceKit, scenario: str, provider: LeaseProvider, params: dict[str, Any]
+) -> ScenarioReport:
+    async with provider:
+        return await kit.run_provider(scenario, provider, params)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "provider", "status"),
+    [(CONFLICT, SubmitOnceProvider, 409), (RATE_LIMITED, GivingUpProvider, 429)],
+)
+async def test_a_provider_failing_on_a_refusal_is_caught(
+    scenario: str,
+    provider: type[LeaseProvider],
+    status: int,
+    createos_kit: ConformanceKit,
+    createos_lease_params: dict[str, Any],
+) -> None:
+    report = await run(createos_kit, scenario, provider(), createos_lease_params)
+    assert report.failed_checks == {"resumed-or-replaced", "refusals-retried"}, report.format()
+    lost, abandoned = sorted(report.violations, key=lambda v: v.check != "resumed-or-replaced")
+    sandbox = lost.sandbox
+    assert lost.what == (
+        f"{sandbox}: resume() gave back no usable lease: resume() raised "
+        f"CreateosApiError: CreateOS resume sandbox failed: HTTP {status}."
+    )
+    assert lost.fix == text.PROVIDER_RESUMED_FIX
+    assert abandoned.what.startswith(
+        f"{sandbox}: POST /v1/sandboxes/{sandbox}/resume was refused for now with HTTP {status} "
+    )
+    assert abandoned.what.endswith("and never sent again; the sandbox was left paused.")
+    assert abandoned.fix == text.REFUSALS_RETRIED_FIX
+
+
+async def test_a_provider_waiting_out_a_refused_resume_is_caught(
+    createos_server: CreateosServer, createos_lease_params: dict[str, Any]
+) -> None:
+    # It polls a paused sandbox until the kit gives up on it: only the kit's timeout ends it.
+    kit = ConformanceKit(createos_server, timeout_s=0.5)
+    report = await run(kit, CONFLICT, HopefulProvider(), createos_lease_params)
+    assert report.failed_checks == {"scenario", "resumed-or-replaced", "refusals-retried"}, (
+        report.format()
+    )
+    hung = next(v for v in report.violations if v.check == "scenario")
+    assert hung.what.endswith("did not finish within 0.5 s after the kit let everything through")
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["release-deletes", "release-pauses"])
+async def test_a_provider_ignoring_retry_after_is_caught(
+    reuse: bool, createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> None:
+    params = {**createos_lease_params, "config": {**createos_lease_params["config"]}}
+    params["config"]["reuseLease"] = reuse
+    report = await run(createos_kit, RATE_LIMITED, RateLimitProvider(), params)
+    assert report.failed_checks == {"retry-after-honoured"}, report.format()
+    # The resume's retry, and the release's: its delete, or its pause (the lease kept warm).
+    cleanup = "pause" if reuse else ""
+    resumed, released = sorted(report.violations, key=lambda v: "resume was" not in v.what)
+    sandbox = resumed.sandbox
+    assert resumed.what.startswith(
+        f"{sandbox}: POST /v1/sandboxes/{sandbox}/resume was answered HTTP 429 with "
+        "Retry-After: 1, and sent again 0."
+    )
+    assert f"/v1/sandboxes/{sandbox}{'/' if reuse else ''}{cleanup} was answered" in released.what
+    assert resumed.fix == released.fix == text.RETRY_AFTER_FIX
+    assert [entry.status for entry in resumed.entries] == [429, 200]
