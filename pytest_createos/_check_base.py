@@ -23,6 +23,7 @@ from pytest_createos._watch import ProviderCall
 __all__ = [
     "CLEANUP",
     "CLOSING_STATUSES",
+    "CREATE",
     "DEFAULT_MAX_ATTEMPTS_PER_SECOND",
     "DELETE",
     "EXEC",
@@ -51,6 +52,7 @@ __all__ = [
 Route = tuple[str, str]
 T = TypeVar("T")
 
+CREATE: Route = ("POST", "/v1/sandboxes")
 RESUME: Route = ("POST", "/v1/sandboxes/{id}/resume")
 PAUSE: Route = ("POST", "/v1/sandboxes/{id}/pause")
 DELETE: Route = ("DELETE", "/v1/sandboxes/{id}")

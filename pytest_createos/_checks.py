@@ -26,6 +26,7 @@ from pytest_createos import _kit_messages as text
 from pytest_createos._check_base import (
     CLEANUP,
     CLOSING_STATUSES,
+    CREATE,
     DEFAULT_MAX_ATTEMPTS_PER_SECOND,
     DELETE,
     EXEC,
@@ -54,6 +55,7 @@ from pytest_createos._watch import ProviderCall
 __all__ = [
     "CHECKS",
     "CLEANUP",
+    "CREATE",
     "DEFAULT_MAX_ATTEMPTS_PER_SECOND",
     "DELETE",
     "EXEC",

@@ -231,12 +231,13 @@ class ScenarioRun:
         self,
         status: int,
         routes: Iterable[Route],
-        sandbox: str,
+        sandbox: str | None,
         *,
         retry_after: int | None = None,
     ) -> set[str]:
-        """The next request of each route is answered ``status`` without effect (with a
-        ``Retry-After`` of that many seconds, which the verdict then holds retries to)."""
+        """The next request of each route (to ``sandbox``; ``None``: any of the test's) is
+        answered ``status`` without effect (with a ``Retry-After`` of that many seconds, which
+        the verdict then holds retries to)."""
         action: dict[str, Any] = {"type": "error", "status": status}
         step = text.STEP_FAILING.format(status=status, routes=_routes_text(routes))
         if retry_after is not None:
@@ -248,10 +249,13 @@ class ScenarioRun:
             self.retry_after.update(dict.fromkeys(rules, float(retry_after)))
         return rules
 
-    def _rules(self, action: dict[str, Any], routes: Iterable[Route], sandbox: str) -> set[str]:
+    def _rules(
+        self, action: dict[str, Any], routes: Iterable[Route], sandbox: str | None
+    ) -> set[str]:
+        narrow = {} if sandbox is None else {"sandbox": sandbox}
         added = self.faults.add_all(
             [
-                {"match": {"route": f"{m} {t}", "sandbox": sandbox}, "action": action, "times": 1}
+                {"match": {"route": f"{m} {t}", **narrow}, "action": action, "times": 1}
                 for m, t in sorted(routes)
             ]
         )

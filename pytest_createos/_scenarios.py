@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_createos import _kit_messages as text
 from pytest_createos._checks import (
     CLEANUP,
+    CREATE,
     DELETE,
     EXEC,
     PAUSE,
@@ -155,6 +156,23 @@ async def _concurrent_resumes(kit: ConformanceKit, run: ScenarioRun, host: Host[
     await run.finish(second)
     await run.judge_resume(host, first, sandbox)
     await run.judge_resume(host, second, sandbox)
+
+
+async def _resume_refused_for_now(kit: ConformanceKit, run: ScenarioRun, host: Host[Any]) -> None:
+    acquired = await run.acquire(host.acquire())
+    if acquired is None:
+        return
+    lease, sandbox = acquired
+    await run.call(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
+    await kit.wait_still(sandbox)  # this scenario is about the resume, not the release
+    # The service refuses a resume that meets its sandbox still settling: nothing happens.
+    run.fail_next(409, {RESUME}, sandbox)
+    run.step(text.STEP_CONFLICT_NO_EFFECT.format(sandbox=sandbox))
+    run.fail_next(429, {RESUME}, sandbox, retry_after=kit.retry_after_s)
+    # A host whose release deleted the sandbox acquires a fresh one instead: it meets the 429.
+    run.fail_next(429, {CREATE}, None, retry_after=kit.retry_after_s)
+    resume = run.spawn(text.CALL.format(hook="resume", sandbox=sandbox), host.resume(lease))
+    await run.judge_resume(host, resume, sandbox)
 
 
 async def _shutdown_during_run(kit: ConformanceKit, run: ScenarioRun, host: Host[Any]) -> None:
@@ -449,6 +467,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         "two resume() calls for one released lease at once: one resume at a time, both end "
         "with a usable lease, no hot loop on the 409s",
         _concurrent_resumes,
+    ),
+    Scenario(
+        "resume-refused-for-now",
+        "the released lease's first resume is refused with 409 (changing nothing), the next "
+        "answered 429 with Retry-After (and so is a fresh acquire's create): each is sent "
+        "again, not before its Retry-After, and resume() ends with a usable lease",
+        _resume_refused_for_now,
     ),
     Scenario(
         "shutdown-during-run",

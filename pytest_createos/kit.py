@@ -8,6 +8,7 @@ sleeps -- lets the host act, and judges what reached the fake by its journal:
 - ``resume-after-failed-release``: the release's answer is lost while its effect happened;
 - ``resume-unconfirmed-lease``: a command's process start is lost, then release and resume;
 - ``concurrent-resumes``: two resumes of one released lease at once;
+- ``resume-refused-for-now``: the resume is refused with 409, then 429 with ``Retry-After``;
 - ``shutdown-during-run``: ``shutdown()`` while a command runs (hosts that have one).
 
 The journal checks (:func:`check_all` and one function per check) work on their own too, and

@@ -27,6 +27,8 @@ EXPECTED = {
     "resume-unconfirmed-lease": {"unconfirmed-destroyed"},
     # bug 2: two resumes at once, then a hot loop on the 409s
     "concurrent-resumes": {"resumes-serialised", "retries-back-off"},
+    # bugs 2-3: asks again at once after the 409, then hands the lease out while it resumes
+    "resume-refused-for-now": {"resumed-or-replaced"},
     # bug 4: the command outlives the shutdown
     "shutdown-during-run": {"no-orphan-process"},
 }

@@ -64,13 +64,14 @@ def test_subclasses_get_one_named_test_per_scenario(pytester: pytest.Pytester) -
     # Each provider scenario runs for a release that deletes and one that pauses (the lease
     # kept warm): the pause path was never met by default.
     # The provider without a guard still gets the requests refused for now right.
-    result.assert_outcomes(passed=8, skipped=1, failed=8)
+    result.assert_outcomes(passed=9, skipped=1, failed=8)
     result.stdout.fnmatch_lines_random(
         [
             "*TestMyHost::test_host_scenario[[]resume-while-release-in-flight[]] PASSED*",
             "*TestMyHost::test_host_scenario[[]resume-after-failed-release[]] PASSED*",
             "*TestMyHost::test_host_scenario[[]resume-unconfirmed-lease[]] PASSED*",
             "*TestMyHost::test_host_scenario[[]concurrent-resumes[]] PASSED*",
+            "*TestMyHost::test_host_scenario[[]resume-refused-for-now[]] PASSED*",
             "*TestMyHost::test_host_scenario[[]shutdown-during-run[]] SKIPPED*",
             "*TestMyProvider::test_provider_scenario[[]release-deletes-resume-while-release-in"
             "-flight[]] FAILED*",

@@ -12,7 +12,8 @@ import pytest
 
 from pytest_createos import _kit_messages as text
 from pytest_createos._client import RATE_LIMIT_RETRIES, CreateosClient
-from pytest_createos.kit import ConformanceKit, ScenarioReport
+from pytest_createos.host import LeaseHost
+from pytest_createos.kit import ConformanceKit, LeaseHostAdapter, ScenarioReport
 from pytest_createos.provider import LeaseProvider
 from pytest_createos.provider.config import _Settings
 from pytest_createos.server import CreateosServer
@@ -159,3 +160,65 @@ async def test_a_provider_ignoring_retry_after_is_caught(
     assert f"/v1/sandboxes/{sandbox}{'/' if reuse else ''}{cleanup} was answered" in released.what
     assert resumed.fix == released.fix == text.RETRY_AFTER_FIX
     assert [entry.status for entry in resumed.entries] == [429, 200]
+
+
+# -- hosts ----------------------------------------------------------------------------------------
+
+HOST_SCENARIO = "resume-refused-for-now"
+
+
+def lease_params(params: dict[str, Any], reuse: bool) -> dict[str, Any]:
+    return {**params, "config": {**params["config"], "reuseLease": reuse}}
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["release-deletes", "release-pauses"])
+async def test_a_host_ignoring_retry_after_is_caught(
+    reuse: bool, createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> None:
+    async with RateLimitProvider() as provider:
+        host = LeaseHost(provider, **lease_params(createos_lease_params, reuse))
+        report = await createos_kit.run(HOST_SCENARIO, LeaseHostAdapter(host))
+    assert report.failed_checks == {"retry-after-honoured"}, report.format()
+    (early,) = report.violations
+    # Kept warm, the lease's resume is rate-limited; deleted, the fresh lease's create is.
+    request = f"POST /v1/sandboxes/{early.sandbox}/resume" if reuse else "POST /v1/sandboxes"
+    assert early.what.startswith(
+        f"{early.sandbox or '(no sandbox)'}: {request} was answered HTTP 429 with Retry-After: 1"
+    )
+
+
+async def test_a_host_failing_on_a_refused_resume_is_caught(
+    createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
+) -> None:
+    async with SubmitOnceProvider() as provider:
+        host = LeaseHost(provider, **lease_params(createos_lease_params, True))
+        report = await createos_kit.run(HOST_SCENARIO, LeaseHostAdapter(host))
+    # The lease it gave up on is left paused, and nothing it handed back refers to it.
+    assert report.failed_checks == {
+        "resumed-or-replaced",
+        "refusals-retried",
+        "no-leaked-sandbox",
+    }, report.format()
+
+
+# -- a test's own journal -------------------------------------------------------------------------
+
+
+async def test_the_kits_check_holds_retries_to_the_tests_own_rules(
+    createos_server: CreateosServer, createos_kit: ConformanceKit
+) -> None:
+    headers = {"X-Api-Key": createos_server.api_key}
+    async with aiohttp.ClientSession(createos_server.url, headers=headers) as session:
+        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
+            sandbox = (await created.json())["data"]["id"]
+        createos_server.faults.error(
+            429, route="DELETE /v1/sandboxes/{id}", sandbox=sandbox, times=1, retry_after=1
+        )
+        assert list(createos_kit.retry_after_rules().values()) == [1.0]
+        for expected in (429, 200):  # the second at once, not a second later
+            async with session.delete(f"/v1/sandboxes/{sandbox}") as deleted:
+                assert deleted.status == expected
+                assert deleted.headers.get("Retry-After") == ("1" if expected == 429 else None)
+    (early,) = createos_kit.check()
+    assert early.check == "retry-after-honoured"
+    assert early.what.startswith(f"{sandbox}: DELETE /v1/sandboxes/{sandbox} was answered HTTP 429")
