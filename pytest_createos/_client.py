@@ -2,7 +2,8 @@
 
 Private to the reference provider. It mirrors the Paperclip client mechanics (contract §11.1):
 ``apiUrl + "/v1" + path``, ``X-Api-Key``, no redirects, a per-request timeout, JSend envelopes
-whose ``data`` must be an object, and errors that carry only an HTTP status and a fixed label.
+whose ``data`` must be an object, and errors that carry only an HTTP status and a fixed label. A
+429 is sent again once its ``Retry-After`` is over, as the SDKs do (contract §1.7).
 
 Example:
     >>> pacer = RequestPacer()

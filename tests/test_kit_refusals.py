@@ -7,7 +7,8 @@ from __future__ import annotations
 from pytest_createos.kit import check_refusals_retried, check_retry_after
 from tests.test_kit import DELETE, GET, PAUSE, RESUME, SB, Script, only, script
 
-__all__ = ["script"]  # the fixture, shared with the other checks' tests
+#: ``script`` is tests/test_kit.py's fixture (a journal in which SB was created), used here too.
+__all__ = ["script"]
 
 
 def rate_limited(script: Script, route: str, *, rule: str = "r1", took: float = 0.0) -> None:
