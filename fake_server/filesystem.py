@@ -39,19 +39,22 @@ __all__ = [
     "programs",
 ]
 
-#: Directories every new filesystem starts with; ``/root`` is the default cwd.
-#: ``/bin`` and ``/usr/bin`` are mount points: every interpreter mounts the shared, read-only
-#: program directory there (see :func:`programs`).
-DEFAULT_DIRS: tuple[str, ...] = (
-    "/root",
-    "/tmp",
-    "/etc",
-    "/home",
-    "/bin",
-    "/usr/bin",
-    "/usr/local/bin",
-    "/var/tmp",
+#: Directories every new filesystem starts with: the empty directories of a stock Ubuntu root
+#: (what installers and Dockerfiles write into: ``/opt``, ``/srv``, ``/var/log``...), parents
+#: before children; ``/root`` is the default cwd. ``/bin`` and ``/usr/bin`` are mount points:
+#: every interpreter mounts the shared, read-only program directory there (see
+#: :func:`programs`). Ubuntu's ``/var/run`` and ``/var/lock`` are links to ``/run`` and
+#: ``/run/lock``; here they are directories of their own (the files API follows no link).
+DEFAULT_DIRS: tuple[str, ...] = tuple(
+    """/root /tmp /etc /home /bin /sbin /boot /media /mnt /opt /srv /run /run/lock
+    /usr/bin /usr/sbin /usr/lib /usr/include /usr/share /usr/src
+    /usr/local/bin /usr/local/etc /usr/local/include /usr/local/lib /usr/local/sbin
+    /usr/local/share /usr/local/src
+    /var/backups /var/cache /var/lib /var/local /var/lock /var/log /var/mail /var/opt
+    /var/run /var/spool /var/tmp""".split()
 )
+#: Directories anyone may create files in, each user deleting only their own (``chmod 1777``).
+_STICKY_DIRS = frozenset({"/tmp", "/var/tmp", "/run/lock"})
 
 #: Device files the interpreter provides in every tree (not the sandbox's data).
 _DEVICE_DIRS = frozenset({"/dev"})
@@ -88,8 +91,9 @@ _ETC_FILES: dict[str, bytes] = {
 
 
 def _image_nodes() -> list[_Node]:
-    nodes = [_Node(d, "directory", 0o755, b"") for d in DEFAULT_DIRS]
-    nodes[DEFAULT_DIRS.index("/tmp")] = _Node("/tmp", "directory", 0o1777, b"")
+    nodes = [
+        _Node(d, "directory", 0o1777 if d in _STICKY_DIRS else 0o755, b"") for d in DEFAULT_DIRS
+    ]
     nodes += [_Node(path, "file", 0o644, content) for path, content in _ETC_FILES.items()]
     return nodes
 
@@ -495,6 +499,12 @@ def _nodes(tree: bashkit.FileSystem, path: str = "/", *, bare: bool = False) -> 
     return nodes
 
 
+#: The mode bashkit gives a directory or file it creates (no ``chmod`` needed to give it)...
+_NEW_MODES = {"directory": 0o755, "file": 0o644}
+#: ...and what a new bashkit tree already holds, with modes of its own.
+_PRESET = frozenset({"/dev", "/home", "/tmp"})
+
+
 def _thaw(nodes: list[_Node], *, bare: bool = False) -> bashkit.FileSystem:
     tree = bashkit.FileSystem()
     if bare:  # a new bashkit tree comes with /dev, /home and /tmp
@@ -508,7 +518,8 @@ def _thaw(nodes: list[_Node], *, bare: bool = False) -> bashkit.FileSystem:
             continue
         else:
             tree.write_file(node.path, bytes(node.content))  # type: ignore[arg-type]
-        tree.chmod(node.path, node.mode)
+        if node.mode != _NEW_MODES[node.kind] or node.path in _PRESET:
+            tree.chmod(node.path, node.mode)
     return tree
 
 

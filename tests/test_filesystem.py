@@ -62,7 +62,14 @@ IMAGE_BYTES = FileSystem().total_bytes
 
 
 def test_new_filesystem_looks_like_a_linux_image(fs: FileSystem) -> None:
-    assert fs.listdir("/") == ["bin", "dev", "etc", "home", "root", "tmp", "usr", "var"]
+    # A stock Ubuntu root, less the kernel's (/proc, /sys) and the library links (/lib...).
+    assert fs.listdir("/") == [
+        *("bin", "boot", "dev", "etc", "home", "media", "mnt", "opt", "root", "run", "sbin"),
+        *("srv", "tmp", "usr", "var"),
+    ]
+    for directory in ("/var/log", "/var/tmp", "/var/cache", "/var/lib", "/usr/local/bin"):
+        assert fs.is_dir(directory), directory
+    assert fs.listdir("/opt") == fs.listdir("/srv") == fs.listdir("/mnt") == []
     assert fs.is_dir("/")
     assert fs.is_dir("/tmp")
     assert fs.is_dir("/root")
@@ -136,12 +143,12 @@ def test_read_errors(fs: FileSystem) -> None:
 
 
 def test_mkdir(fs: FileSystem) -> None:
-    fs.mkdir("/srv")
-    assert fs.is_dir("/srv")
+    fs.mkdir("/srv/app")
+    assert fs.is_dir("/srv/app")
     with pytest.raises(FsError) as exists:
-        fs.mkdir("/srv")
+        fs.mkdir("/srv/app")
     assert errno_of(exists) == "EEXIST"
-    fs.mkdir("/srv", parents=True)  # -p tolerates an existing directory
+    fs.mkdir("/srv/app", parents=True)  # -p tolerates an existing directory
     with pytest.raises(FsError) as missing_parent:
         fs.mkdir("/x/y")
     assert errno_of(missing_parent) == "ENOENT"
@@ -270,15 +277,33 @@ def test_clone_is_independent_and_keeps_caps() -> None:
     original.write("/tmp/f", b"abc")
     copy = original.clone()
     copy.write("/tmp/f", b"z")
-    copy.mkdir("/srv")
+    copy.mkdir("/srv/app")
     original.remove("/tmp/f")
     assert copy.read("/tmp/f") == b"z"
-    assert copy.is_dir("/srv")
+    assert copy.is_dir("/srv/app")
     assert not original.exists("/tmp/f")
-    assert not original.exists("/srv")
+    assert not original.exists("/srv/app")
     assert (original.total_bytes, copy.total_bytes) == (IMAGE_BYTES, IMAGE_BYTES + 1)
     with pytest.raises(FsError, match="File too large"):
         copy.write("/tmp/g", b"long")
+
+
+def test_modes_are_the_images_and_a_clone_keeps_them() -> None:
+    original = FileSystem()
+
+    def mode(tree: FileSystem, path: str) -> int:
+        return int(tree.native.stat(path)["mode"])
+
+    assert [mode(original, d) for d in ("/tmp", "/var/tmp", "/run/lock")] == [0o1777] * 3
+    assert mode(original, "/opt") == 0o755
+    # Changed from what a new tree has (either way): the copy has them as changed.
+    original.native.chmod("/tmp", 0o755)
+    original.native.chmod("/opt", 0o700)
+    original.write("/opt/key", b"k")
+    original.native.chmod("/opt/key", 0o600)
+    copy = original.clone()
+    assert [mode(copy, p) for p in ("/tmp", "/opt", "/opt/key")] == [0o755, 0o700, 0o600]
+    assert mode(copy, "/var/tmp") == 0o1777
 
 
 def test_a_new_filesystem_is_small() -> None:

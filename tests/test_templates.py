@@ -313,3 +313,16 @@ async def test_a_build_needs_credit(client: Client, api_key: str) -> None:
     )
     await client.put("/_fake/tenant/credit", json={"has_credit": True})
     await create_template(client, "web")
+
+
+async def test_a_build_writes_into_the_stock_directories_of_the_image(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    # /opt, /srv, /var/log... are in every Ubuntu image: a Dockerfile writes there directly.
+    template = await create_template(
+        client,
+        dockerfile="FROM devbox:1\nRUN echo x > /opt/f && echo y > /srv/g && date > /var/log/b\n",
+    )
+    assert (await finished(client, fake, template["id"]))["status"] == "ready"
+    sandbox = await create_sandbox(client, rootfs=template["id"])
+    assert await exec_stdout(client, sandbox["id"], "cat /opt/f /srv/g; ls -A /mnt") == "x\ny\n"
