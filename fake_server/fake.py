@@ -106,7 +106,7 @@ class FakeCreateOS:
             on_going_away=self._going_away,
             # "404": a destroyed sandbox is forgotten at once, by GET and by lists alike.
             destroyed_kept=0 if config.deleted == "404" else config.destroyed_kept,
-            template_files=self.templates.files_for,
+            from_template=self.templates.start_from,
         )
         #: What listens on sandbox ports for tunnels (fake_server.tunnels).
         self.tunnels = Tunnels()

@@ -39,19 +39,24 @@ __all__ = [
     "programs",
 ]
 
+
+def _names(words: str) -> list[str]:
+    """The names in ``words``, one string per directory level (dozens of names, kept short)."""
+    return words.split()
+
+
 #: Directories every new filesystem starts with: the empty directories of a stock Ubuntu root
 #: (what installers and Dockerfiles write into: ``/opt``, ``/srv``, ``/var/log``...), parents
 #: before children; ``/root`` is the default cwd. ``/bin`` and ``/usr/bin`` are mount points:
 #: every interpreter mounts the shared, read-only program directory there (see
 #: :func:`programs`). Ubuntu's ``/var/run`` and ``/var/lock`` are links to ``/run`` and
 #: ``/run/lock``; here they are directories of their own (the files API follows no link).
-DEFAULT_DIRS: tuple[str, ...] = tuple(
-    """/root /tmp /etc /home /bin /sbin /boot /media /mnt /opt /srv /run /run/lock
-    /usr/bin /usr/sbin /usr/lib /usr/include /usr/share /usr/src
-    /usr/local/bin /usr/local/etc /usr/local/include /usr/local/lib /usr/local/sbin
-    /usr/local/share /usr/local/src
-    /var/backups /var/cache /var/lib /var/local /var/lock /var/log /var/mail /var/opt
-    /var/run /var/spool /var/tmp""".split()
+DEFAULT_DIRS: tuple[str, ...] = (
+    *(f"/{name}" for name in _names("root tmp etc home bin sbin boot media mnt opt srv run")),
+    "/run/lock",
+    *(f"/usr/{name}" for name in _names("bin sbin lib include share src")),
+    *(f"/usr/local/{name}" for name in _names("bin etc include lib sbin share src")),
+    *(f"/var/{name}" for name in _names("backups cache lib local lock log mail opt run spool tmp")),
 )
 #: Directories anyone may create files in, each user deleting only their own (``chmod 1777``).
 _STICKY_DIRS = frozenset({"/tmp", "/var/tmp", "/run/lock"})

@@ -96,9 +96,11 @@ class Runtime:
     # -- exec -------------------------------------------------------------------------------
 
     def _environment(self, sandbox: Sandbox, overrides: dict[str, str]) -> dict[str, str]:
+        # Only keys declared at create may be overridden (contract §5), an image's ENV no more
+        # than any other: its variables are the image's, not the sandbox's declared ones.
         if not overrides.keys() <= sandbox.envs.keys():
             raise ApiError.invalid("env", errors.ENV_UNDECLARED)
-        return {**sandbox.envs, **overrides}
+        return sandbox.image.environment(sandbox.envs, overrides)
 
     async def exec(self, sandbox: Sandbox, spec: ExecSpec) -> dict[str, Any]:
         """Run a command to completion; the buffered ``/exec`` answer.
@@ -133,6 +135,7 @@ class Runtime:
             spec.cmd,
             spec.args,
             fs=sandbox.fs,
+            cwd=sandbox.image.workdir,
             env=env,
             stdin=StdinReader(spec.stdin.encode()),
             stdout=stdout,
@@ -188,7 +191,7 @@ class Runtime:
         env = self._environment(sandbox, spec.env)
         self._on_activity(sandbox)
         process = self._new_process(
-            spec.cmd, spec.args, "/root", output_cap=self.config.exec_output_cap_bytes
+            spec.cmd, spec.args, sandbox.image.workdir, output_cap=self.config.exec_output_cap_bytes
         )
         process.stdin.feed(spec.stdin.encode())
         process.stdin.close()
@@ -339,7 +342,7 @@ class Runtime:
         env = self._environment(sandbox, spec.env)
         if spec.cwd and not spec.cwd.startswith("/"):  # else "no such directory", misleading
             raise ApiError.invalid("cwd", errors.CWD_NOT_ABSOLUTE)
-        cwd = FileSystem.normalize(spec.cwd or "/root")
+        cwd = FileSystem.normalize(spec.cwd or sandbox.image.workdir)
         tree, place = self._locate(sandbox, cwd)
         if not tree.is_dir(place):
             raise ApiError.invalid("cwd", "no such directory")

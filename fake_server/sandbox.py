@@ -15,6 +15,7 @@ from fake_server.catalog import Shape
 from fake_server.clock import isoformat
 from fake_server.desktop import Desktop
 from fake_server.filesystem import FileSystem
+from fake_server.image_config import STOCK_IMAGE, ImageConfig
 from fake_server.lifecycle import PendingTransition, Status
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ _OUTSIDE_THE_VIEW = frozenset(
         "_desktop",
         "_order",
         "_listing",
+        "image",
     }
 )
 _BODY_HEAD = b'{"status":"success","data":'
@@ -61,6 +63,8 @@ class Sandbox:
     ingress_enabled: bool = False
     auto_pause_after_seconds: int | None = None
     forked_from: str | None = None
+    #: The environment and working directory of its image (a template's ENV and WORKDIR).
+    image: ImageConfig = STOCK_IMAGE
     status: Status = Status.CREATING
     #: The status before the last pause, resume, destroy or forced status (what a stale read
     #: answers, even once that action has settled).

@@ -21,6 +21,7 @@ from fake_server.disks import MountRequest
 from fake_server.errors import ApiError
 from fake_server.filesystem import FileSystem
 from fake_server.identifiers import Identifiers
+from fake_server.image_config import STOCK_IMAGE, ImageConfig
 from fake_server.lifecycle import TERMINAL, Lifecycle, Status
 from fake_server.sandbox import Sandbox
 from fake_server.tenants import Tenant
@@ -82,7 +83,7 @@ class SandboxService:
         region: str,
         on_going_away: Callable[[Sandbox], None] = lambda sandbox: None,
         destroyed_kept: int = 1000,
-        template_files: Callable[[Tenant, str], FileSystem] | None = None,
+        from_template: Callable[[Tenant, str], tuple[FileSystem, ImageConfig]] | None = None,
     ) -> None:
         self.lifecycle = lifecycle
         #: Destroyed sandboxes each tenant keeps readable (see Tenant.keep_destroyed).
@@ -93,8 +94,9 @@ class SandboxService:
         self._tenants_by_id: dict[str, Tenant] = {}
         self._auto_pause: dict[str, TimerHandle] = {}
         self._on_going_away = on_going_away
-        #: A copy of a template's files for a sandbox created from it (``rootfs: tpl_...``).
-        self._template_files = template_files
+        #: A copy of a template's files, and its image's environment and working directory,
+        #: for a sandbox created from it (``rootfs: tpl_...``).
+        self._from_template = from_template
         lifecycle.on_enter(self._entered)
 
     # -- create ------------------------------------------------------------------------------
@@ -121,11 +123,11 @@ class SandboxService:
         networks = tenant.networks.resolve(spec.networks)
         mounts = tenant.disks.plan(spec.disks)
         tenant.check_credit()  # a sandbox costs: 402 once the request is known to be good
-        files = None
+        files, image = None, STOCK_IMAGE
         if rootfs not in ROOTFS:
-            if self._template_files is None:
+            if self._from_template is None:
                 raise ApiError(404, errors.TEMPLATE_NOT_FOUND)
-            files = self._template_files(tenant, rootfs)
+            files, image = self._from_template(tenant, rootfs)
         sandbox = Sandbox(
             id=self.ids.sandbox_id(self._ids_in_use),
             tenant=tenant.id,
@@ -142,6 +144,7 @@ class SandboxService:
             ssh_pubkeys=list(spec.ssh_pubkeys or []),
             ingress_enabled=spec.ingress_enabled,
             auto_pause_after_seconds=spec.auto_pause_after_seconds,
+            image=image,
             last_activity=self.clock.now(),
         )
         if files is not None:
@@ -274,6 +277,7 @@ class SandboxService:
             ),
             auto_pause_after_seconds=source.auto_pause_after_seconds,
             forked_from=source.id,
+            image=source.image,
             last_activity=self.clock.now(),
         )
         child.fs = source.fs.clone()

@@ -4,14 +4,17 @@ A build runs the Dockerfile for real, in the sandbox shell over a fresh filesyst
 ``RUN`` is a ``/bin/sh -c`` command, ``ENV``/``ARG`` set its variables, ``WORKDIR`` its
 directory. Its output is the build log. A template waits ``pending`` as long as a create takes
 on the fake's clock (the tenant's own durations when it has them), is ``building`` while its
-steps run, and ends ``ready`` (its files are what sandboxes created from it start with) or
-``failed`` (a step exited non-zero, or the Dockerfile cannot be built: the log says which).
+steps run, and ends ``ready`` or ``failed`` (a step exited non-zero, or the Dockerfile cannot
+be built: the log says which). A ready template's files are what sandboxes created from it
+start with, and what its ``ENV`` set and its last ``WORKDIR`` stay with the image
+(:class:`~fake_server.image_config.ImageConfig`): the environment and the default directory of
+every command they run.
 
 Example::
 
     template = service.create(tenant, TemplateSpec("py", "FROM devbox:1\\nRUN mkdir /srv"))
     ...   # once ready:
-    files = service.files_for(tenant, template.id)   # a copy, for a new sandbox
+    files, image = service.start_from(tenant, template.id)   # a copy, for a new sandbox
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from fake_server.dockerfile import DockerfileError, Step
 from fake_server.errors import ApiError
 from fake_server.filesystem import FileSystem, FsError
 from fake_server.identifiers import Identifiers
+from fake_server.image_config import ImageConfig
 from fake_server.lifecycle import Durations
-from fake_server.shell import Invocation, Shell
+from fake_server.shell import BASE_ENV, Invocation, Shell
 from fake_server.tenants import Tenant
 
 __all__ = [
@@ -93,8 +97,9 @@ class Template:
     status: TemplateStatus = TemplateStatus.PENDING
     built_at: datetime | None = None
     ext4_size_bytes: int = 0
-    #: What sandboxes created from it start with (once ready).
+    #: What sandboxes created from it start with (once ready): its files, its ENV and WORKDIR.
     files: FileSystem | None = None
+    image: ImageConfig | None = None
     #: Deleted (or its tenant dropped) while it was building.
     cancelled: bool = False
     log: list[_LogLine] = field(default_factory=list)
@@ -273,24 +278,31 @@ class TemplateService:
         say(self.clock.wall(), "info", f"building {template.name} on {template.base} (attempt 1)")
         try:
             steps = dockerfile.parse(template.dockerfile)
-            files = await self._run_steps(template, steps)
+            built = await self._run_steps(template, steps)
         except (DockerfileError, FsError) as exc:
             say(self.clock.wall(), "error", f"error: {exc}")
             template.end(TemplateStatus.FAILED, self.clock.wall())
             return
-        if files is None:
+        if built is None:
             template.end(TemplateStatus.FAILED, self.clock.wall())
             return
+        files, template.image = built
         template.files = files
         size = BASE_IMAGE_BYTES + files.total_bytes
         template.ext4_size_bytes = -(-size // _MIB) * _MIB
         say(self.clock.wall(), "info", f"template {template.id} ready")
         template.end(TemplateStatus.READY, self.clock.wall())
 
-    async def _run_steps(self, template: Template, steps: list[Step]) -> FileSystem | None:
-        """Run ``steps`` over a fresh filesystem: it, or None when a step failed (logged)."""
+    async def _run_steps(
+        self, template: Template, steps: list[Step]
+    ) -> tuple[FileSystem, ImageConfig] | None:
+        """Run ``steps`` over a fresh filesystem: it and the image's ENV and WORKDIR, or None
+        when a step failed (logged)."""
         files = FileSystem()
-        env: dict[str, str] = {}
+        # ARG values are the build's alone; ENV values stay in the image (and win over an ARG
+        # of the same name, as in Docker).
+        args: dict[str, str] = {}
+        image_env: dict[str, str] = {}
         cwd = "/root"
         for number, step in enumerate(steps, start=1):
             template.say(self.clock.wall(), "info", f"Step {number}/{len(steps)} : {step}")
@@ -306,12 +318,17 @@ class TemplateService:
                     found = dockerfile.assignments(step.argument)
                 except ValueError as exc:
                     raise DockerfileError(f"line {step.line}: {exc}") from None
-                # Values see the variables set before this instruction, as in Docker.
-                env.update({name: dockerfile.expand(value, env) for name, value in found.items()})
+                # Values see the variables set before this instruction, the base image's
+                # (PATH...) included, as in Docker: `ENV PATH=/opt/x/bin:$PATH` extends it.
+                seen = {**BASE_ENV, **args, **image_env}
+                values = {name: dockerfile.expand(value, seen) for name, value in found.items()}
+                (image_env if step.instruction == "ENV" else args).update(values)
             elif step.instruction == "WORKDIR":
-                cwd = FileSystem.normalize(dockerfile.expand(step.argument, env) or "/", cwd)
+                seen = {**BASE_ENV, **args, **image_env}
+                cwd = FileSystem.normalize(dockerfile.expand(step.argument, seen) or "/", cwd)
                 files.mkdir(cwd, parents=True)
             elif step.instruction == "RUN":
+                env = {**args, **image_env}
                 code = await self._run(template, files, step, cwd=cwd, env=env)
                 if code:
                     template.say(
@@ -320,7 +337,7 @@ class TemplateService:
                         f"error: the command '{step.argument}' returned a non-zero code: {code}",
                     )
                     return None
-        return files
+        return files, ImageConfig(image_env, cwd)
 
     async def _run(
         self, template: Template, files: FileSystem, step: Step, *, cwd: str, env: dict[str, str]
@@ -359,13 +376,14 @@ class TemplateService:
         templates = list(tenant.templates.values())
         return templates[offset : offset + limit], len(templates)
 
-    def files_for(self, tenant: Tenant, rootfs: str) -> FileSystem:
-        """A copy of a ready template's files for a new sandbox: 404 for a template the tenant
-        does not have (or deleted), 409 while it is not ready. ``rootfs`` is its id or name."""
+    def start_from(self, tenant: Tenant, rootfs: str) -> tuple[FileSystem, ImageConfig]:
+        """What a new sandbox starts from: a copy of a ready template's files, and its image's
+        environment and working directory. 404 for a template the tenant does not have (or
+        deleted), 409 while it is not ready. ``rootfs`` is its id or name."""
         template = self.get(tenant, rootfs)
-        if template.files is None:
+        if template.files is None or template.image is None:
             raise ApiError(409, errors.TEMPLATE_NOT_READY.format(status=template.status.value))
-        return template.files.clone()
+        return template.files.clone(), template.image
 
     # -- delete ---------------------------------------------------------------------------------
 

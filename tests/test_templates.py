@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
 
 import pytest
 
 from fake_server import FakeCreateOS, ManualClock, ServerConfig
-from tests.conftest import Client, ClientFactory, create_sandbox, eventually
+from tests.conftest import Client, ClientFactory, create_sandbox, data_of, eventually
 from tests.test_api_sandboxes import expect_error
 
 DOCKERFILE = """\
@@ -326,3 +327,90 @@ async def test_a_build_writes_into_the_stock_directories_of_the_image(
     assert (await finished(client, fake, template["id"]))["status"] == "ready"
     sandbox = await create_sandbox(client, rootfs=template["id"])
     assert await exec_stdout(client, sandbox["id"], "cat /opt/f /srv/g; ls -A /mnt") == "x\ny\n"
+
+
+IMAGE_DOCKERFILE = """\
+FROM devbox:1
+ARG BUILD_ONLY=arg
+ENV GREETING="hello there" TOOLS=/opt/tools
+ENV PATH=$TOOLS/bin:$PATH
+WORKDIR /srv
+WORKDIR app
+RUN echo "$BUILD_ONLY $GREETING" > built.txt
+USER nobody
+ENTRYPOINT ["/bin/false"]
+CMD ["python3", "app.py"]
+"""
+#: What a command of a sandbox started from IMAGE_DOCKERFILE sees of its image.
+SHOW = 'echo "$GREETING|${BUILD_ONLY-unset}|$PATH|$HOME|$(whoami)"; pwd; cat built.txt'
+
+
+async def image_template(client: Client, fake: FakeCreateOS) -> str:
+    template = await create_template(client, "image", IMAGE_DOCKERFILE)
+    assert (await finished(client, fake, template["id"]))["status"] == "ready"
+    return str(template["id"])
+
+
+async def test_commands_start_with_the_images_env_and_workdir(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    # Docker keeps ENV and WORKDIR in the image: every command of a container starts with
+    # them; ARG was the build's alone, and USER, ENTRYPOINT and CMD change nothing here.
+    sandbox = (await create_sandbox(client, rootfs=await image_template(client, fake)))["id"]
+    path = "/opt/tools/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    seen = f"hello there|unset|{path}|/root|root\n/srv/app\narg hello there\n"
+    assert await exec_stdout(client, sandbox, SHOW) == seen
+    streamed = await client.post(
+        f"/v1/sandboxes/{sandbox}/exec?stream=true",
+        json={"cmd": "bash", "args": ["-c", SHOW], "stream": True},
+    )
+    frames = [json.loads(line) for line in (await streamed.text()).splitlines()]
+    assert "".join(frame.get("stdout", "") for frame in frames) == seen
+    # A managed process without a cwd starts in the WORKDIR; one that names a cwd, there.
+    for extra, directory in (({}, "/srv/app"), ({"cwd": "/tmp"}, "/tmp")):
+        process = await data_of(
+            await client.post(
+                f"/v1/sandboxes/{sandbox}/processes",
+                json={"cmd": "bash", "args": ["-c", 'pwd; echo "$GREETING"'], **extra},
+            )
+        )
+        assert process["cwd"] == directory
+        base = f"/v1/sandboxes/{sandbox}/processes/{process['process_id']}"
+        await (await client.get(f"{base}/wait")).read()
+        connected = await client.get(f"{base}/connect")
+        data = [json.loads(line) for line in (await connected.text()).splitlines()]
+        out = b"".join(base64.b64decode(f["data_base64"]) for f in data if f["type"] == "data")
+        assert out == f"{directory}\nhello there\n".encode()
+    # A fork has its source's image.
+    await data_of(await client.post(f"/v1/sandboxes/{sandbox}/pause"))
+    forked = await data_of(await client.post(f"/v1/sandboxes/{sandbox}/fork", json={}))
+    assert await exec_stdout(client, forked["id"], SHOW) == seen
+
+
+async def test_the_sandboxes_and_the_requests_variables_win_over_the_images(
+    client: Client, fake: FakeCreateOS
+) -> None:
+    template = await image_template(client, fake)
+    sandbox = (await create_sandbox(client, rootfs=template, envs={"GREETING": "declared"}))["id"]
+    assert await exec_stdout(client, sandbox, 'echo "$GREETING $TOOLS"') == "declared /opt/tools\n"
+    asked = await client.post(
+        f"/v1/sandboxes/{sandbox}/exec",
+        json={"cmd": "bash", "args": ["-c", "echo $GREETING"], "env": {"GREETING": "asked"}},
+    )
+    assert (await asked.json())["data"]["result"]["stdout"] == "asked\n"
+    # Only what the sandbox declared may be overridden (contract §5): not the image's ENV.
+    await expect_error(
+        await client.post(
+            f"/v1/sandboxes/{sandbox}/exec",
+            json={"cmd": "true", "env": {"TOOLS": "/elsewhere"}},
+        ),
+        400,
+        "env",
+    )
+
+
+async def test_a_stock_image_starts_commands_in_roots_home(client: Client) -> None:
+    sandbox = await create_sandbox(client)
+    assert await exec_stdout(client, sandbox["id"], 'pwd; echo "${GREETING-unset}"') == (
+        "/root\nunset\n"
+    )
