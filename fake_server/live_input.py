@@ -238,8 +238,8 @@ def _untraced(options: Sequence[BashOption]) -> tuple[list[str], str]:
 
 def _flagged(registered: Collection[str]) -> list[str]:
     """The fake's own commands that read the process's input themselves when told so (a
-    registered command's ctx.stdin; timeout's command)."""
-    return [*registered, "timeout"]
+    registered command's ctx.stdin; the command timeout or setsid runs)."""
+    return [*registered, "timeout", "setsid"]
 
 
 def _wrapped(registered: Collection[str]) -> list[str]:

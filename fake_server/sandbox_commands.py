@@ -2,6 +2,8 @@
 world rather than the host's or the interpreter's:
 
 * ``sleep``, ``timeout`` and ``date`` run on the fake's clock (a manual clock stops them);
+* ``setsid`` runs its program as util-linux's does (it and ``timeout`` run their command in a
+  child interpreter: :mod:`fake_server.child_commands`);
 * ``stty``, ``tput``, ``uname`` and ``id`` describe the sandbox's terminal and image;
 * ``realpath`` follows the sandbox's symbolic links as GNU's does (the interpreter's does not);
 * ``curl`` and ``wget`` reach only responders a test registered (:mod:`fake_server.network`);
@@ -21,8 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
-import shlex
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +45,14 @@ if TYPE_CHECKING:
     from fake_server.registered_commands import CommandHandler
     from fake_server.shell import Run, Shell
 
-__all__ = ["KERNEL_RELEASE", "SandboxCommands", "parse_interval"]
+__all__ = [
+    "KERNEL_RELEASE",
+    "LIVE_STDIN_FLAG",
+    "SandboxCommands",
+    "parse_interval",
+    "pump_pipe",
+    "usage_error",
+]
 
 KERNEL_RELEASE = "6.8.0-51-generic"
 _KERNEL_VERSION = "#52-Ubuntu SMP PREEMPT_DYNAMIC Thu Nov 14 12:09:44 UTC 2024"
@@ -71,14 +80,13 @@ _UNAME_LONG = {
 #: ``id``'s options, as the letter each stands for.
 _ID_OPTIONS = {"--user": "u", "--group": "g", "--groups": "G", "--name": "n", "--real": "r"}
 _SECONDS_PER = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
 #: ``read`` options that take a value (``-p PROMPT``, ``-d DELIM``...).
 _READ_VALUED = frozenset("adinNptu")
 _NOT_A_TTY = "stty: 'standard input': Inappropriate ioctl for device\n"
 #: ``read -t`` ran out of time: bash's status.
 READ_TIMEOUT_STATUS = 142
-TIMEOUT_STATUS = 124
-_LIVE_STDIN_FLAG = "__FAKE_LIVE_STDIN"
+#: Set by the live-input prelude when a command reads the managed process's own input.
+LIVE_STDIN_FLAG = "__FAKE_LIVE_STDIN"
 
 _Builtin = Callable[[bashkit.BuiltinContext], Any]
 _Live = Callable[[bashkit.CommandContext], Coroutine[Any, Any, int]]
@@ -102,7 +110,8 @@ def parse_interval(text: str) -> float | None:
     return None if math.isnan(seconds) or seconds < 0 else seconds
 
 
-def _usage(command: str, message: str, status: int = 1) -> bashkit.BuiltinResult:
+def usage_error(command: str, message: str, status: int = 1) -> bashkit.BuiltinResult:
+    """A GNU command's usage error: the message, then where to find help."""
     return bashkit.BuiltinResult(
         stderr=f"{command}: {message}\nTry '{command} --help' for more information.\n",
         exit_code=status,
@@ -119,12 +128,12 @@ def _options(
     for arg in argv:
         if arg.startswith("--"):
             if arg not in long:
-                return _usage(command, f"unrecognized option '{arg}'")
+                return usage_error(command, f"unrecognized option '{arg}'")
             given.add(long[arg])
         elif arg.startswith("-") and len(arg) > 1:
             for letter in arg[1:]:
                 if letter not in letters:
-                    return _usage(command, f"invalid option -- '{letter}'")
+                    return usage_error(command, f"invalid option -- '{letter}'")
                 given.add(letter)
         else:
             operands.append(arg)
@@ -175,8 +184,11 @@ class SandboxCommands:
 
     def live_commands(self) -> dict[str, _Live]:
         """Commands with live byte streams (output as it is produced)."""
+        from fake_server import child_commands
+
         commands: dict[str, _Live] = {
-            "timeout": self._timeout,
+            "timeout": functools.partial(child_commands.timeout, self),
+            "setsid": functools.partial(child_commands.setsid, self),
             "curl": self._network(curl),
             "wget": self._network(wget),
             "__fake_stdin": self._feed_stdin,
@@ -203,12 +215,12 @@ class SandboxCommands:
     async def _sleep(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         operands = [arg for arg in ctx.argv if arg != "--"]
         if not operands:
-            return _usage("sleep", "missing operand")
+            return usage_error("sleep", "missing operand")
         total = 0.0
         for operand in operands:
             seconds = parse_interval(operand)
             if seconds is None:
-                return _usage("sleep", f"invalid time interval '{operand}'")
+                return usage_error("sleep", f"invalid time interval '{operand}'")
             total += seconds
         await self._owned(self.shell.clock.sleep(total))
         return bashkit.BuiltinResult()
@@ -216,76 +228,6 @@ class SandboxCommands:
     def _date(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         status, out, err = run_date(list(ctx.argv), self.shell.clock.wall(), tz=ctx.env.get("TZ"))
         return bashkit.BuiltinResult(stdout=out, stderr=err, exit_code=status)
-
-    async def _timeout(self, ctx: bashkit.CommandContext) -> int:
-        args = list(ctx.argv)
-        signal = "TERM"
-        preserve = False
-        while args and args[0].startswith("-") and args[0] != "-":
-            option = args.pop(0)
-            if option == "--":
-                break
-            name, _, value = option.partition("=")
-            if name in ("-s", "--signal", "-k", "--kill-after") and not value:
-                value = args.pop(0) if args else ""
-            if name in ("-s", "--signal"):
-                signal = value.upper().removeprefix("SIG")
-            elif name == "--preserve-status":
-                preserve = True
-            elif name not in ("-k", "--kill-after", "--foreground", "-v", "--verbose"):
-                await _say(ctx.stderr, _usage("timeout", f"unrecognized option '{option}'"))
-                return 125
-        if len(args) < 2:
-            await _say(ctx.stderr, _usage("timeout", "missing operand"))
-            return 125
-        duration = parse_interval(args[0])
-        if duration is None:
-            await _say(ctx.stderr, _usage("timeout", f"invalid time interval '{args[0]}'"))
-            return 125
-        if self.depth + 1 > self.shell.limits.max_nesting:
-            message = (
-                f"timeout: cannot run '{args[1]}': more than {self.shell.limits.max_nesting}"
-                " nested commands (a limit of the fake)\n"
-            )
-            await ctx.stderr.write(message.encode())
-            return 126
-        env = dict(ctx.env)
-        # Its command reads what timeout was given: the process's live input when the prelude
-        # says timeout reads it (as it does a registered command's), else the pipe or file.
-        live = env.pop(_LIVE_STDIN_FLAG, None) == "1"
-        stdin = StdinReader(closed=False)
-        feeder = None if live else asyncio.ensure_future(_pump_pipe(ctx.stdin, stdin))
-        child = self.shell.interpreter(
-            self.run, cwd=ctx.cwd, env=env, depth=self.depth + 1, stdin=stdin
-        )
-        command = asyncio.ensure_future(
-            self.shell.run_script(
-                self.run,
-                child,
-                shlex.join(args[1:]),
-                live=live,
-                stdout=_writer(ctx.stdout),
-                stderr=_writer(ctx.stderr),
-            )
-        )
-        timer = asyncio.ensure_future(self.shell.clock.sleep(duration))
-        try:
-            done, _ = await self._owned(
-                asyncio.wait((command, timer), return_when=asyncio.FIRST_COMPLETED)
-            )
-        finally:
-            timer.cancel()
-            if feeder is not None:
-                feeder.cancel()
-            if not command.done():
-                command.cancel()  # which cancels the child interpreter
-            await asyncio.wait((command,))
-        if command in done:
-            return int(command.result())
-        number = _SIGNALS.get(signal, int(signal) if signal.isdigit() else 15)
-        if preserve:
-            return 128 + number
-        return 128 + number if number == _SIGNALS["KILL"] else TIMEOUT_STATUS
 
     # -- the machine ---------------------------------------------------------------------------
 
@@ -295,7 +237,7 @@ class SandboxCommands:
             return parsed
         wanted, operands = parsed
         if operands:
-            return _usage("uname", f"extra operand '{operands[0]}'")
+            return usage_error("uname", f"extra operand '{operands[0]}'")
         every = "a" in wanted
         fields = [
             value if value is not None else self.run.invocation.hostname
@@ -466,11 +408,11 @@ class SandboxCommands:
         from fake_server.registered_commands import CommandContext, call_handler
 
         env = dict(ctx.env)
-        live = env.pop(_LIVE_STDIN_FLAG, None) == "1"
+        live = env.pop(LIVE_STDIN_FLAG, None) == "1"
         writes = OrderedWrites()
         stdout, stderr = writes.sink(ctx.stdout), writes.sink(ctx.stderr)
         stdin = self.run.invocation.stdin if live else StdinReader(closed=False)
-        feeder = None if live else asyncio.ensure_future(_pump_pipe(ctx.stdin, stdin))
+        feeder = None if live else asyncio.ensure_future(pump_pipe(ctx.stdin, stdin))
         context = CommandContext(
             fs=self.run.invocation.fs,
             cwd=ctx.cwd,
@@ -504,30 +446,17 @@ def _id(ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
         return parsed
     letters, users = parsed
     if len(users) > 1:
-        return _usage("id", f"extra operand '{users[1]}'")
+        return usage_error("id", f"extra operand '{users[1]}'")
     if users and users[0] not in ("root", "0"):
         return bashkit.BuiltinResult(stderr=f"id: '{users[0]}': no such user\n", exit_code=1)
     choices = letters & set("ugG")
     if len(choices) > 1:
-        return _usage("id", 'cannot print "only" of more than one choice')
+        return usage_error("id", 'cannot print "only" of more than one choice')
     if not choices:
         if letters & set("nr"):
-            return _usage("id", "cannot print only names or real IDs in default format")
+            return usage_error("id", "cannot print only names or real IDs in default format")
         return bashkit.BuiltinResult(stdout="uid=0(root) gid=0(root) groups=0(root)\n")
     return bashkit.BuiltinResult(stdout=("root" if "n" in letters else "0") + "\n")
-
-
-def _writer(output: bashkit.CommandOutput) -> Callable[[bytes], Awaitable[None]]:
-    # The interpreter takes only plain coroutine functions as sinks.
-    async def write(data: bytes) -> None:
-        with contextlib.suppress(BrokenPipeError):
-            await output.write(data)
-
-    return write
-
-
-async def _say(output: bashkit.CommandOutput, result: bashkit.BuiltinResult) -> None:
-    await output.write(result.stderr.encode())
 
 
 def _read_options(args: list[str]) -> dict[str, str]:
@@ -586,7 +515,8 @@ async def _with_deadline(work: Awaitable[Any], deadline: Awaitable[None]) -> Any
         work_task.cancel()
 
 
-async def _pump_pipe(source: bashkit.CommandInput, target: StdinReader) -> None:
+async def pump_pipe(source: bashkit.CommandInput, target: StdinReader) -> None:
+    """Feed what ``source`` (a pipe or a file) holds to ``target``, then close it."""
     while (chunk := await source.read_chunk()) is not None and chunk:
         target.feed(chunk)
     target.close()
