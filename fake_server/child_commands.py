@@ -82,7 +82,7 @@ async def timeout(commands: SandboxCommands, ctx: bashkit.CommandContext) -> int
             return 126
         timer = asyncio.ensure_future(commands.shell.clock.sleep(duration))
         try:
-            done, _ = await commands._owned(
+            done, _ = await commands.owned(
                 asyncio.wait((command, timer), return_when=asyncio.FIRST_COMPLETED)
             )
         finally:
@@ -135,7 +135,7 @@ async def setsid(commands: SandboxCommands, ctx: bashkit.CommandContext) -> int:
     async with _child(commands, ctx, "setsid", args[0], _execute(args)) as command:
         if command is None:
             return 126
-        status = int(await commands._owned(command))
+        status = int(await commands.owned(command))
     # A fork's parent answers 0 whatever its child does, unless it waits for it.
     return 0 if "f" in flags and "w" not in flags else status
 

@@ -141,8 +141,8 @@ def _options(
 
 
 class SandboxCommands:
-    """The fake's commands for one interpreter of one run (``depth`` counts ``timeout``
-    nesting: each ``timeout`` runs its command in a child interpreter, like a child process)."""
+    """The fake's commands for one interpreter of one run (``depth`` counts nesting: each
+    ``timeout`` or ``setsid`` runs its command in a child interpreter, like a child process)."""
 
     def __init__(
         self, shell: Shell, run: Run, depth: int, stdin: StdinReader | None = None
@@ -150,10 +150,10 @@ class SandboxCommands:
         self.shell = shell
         self.run = run
         self.depth = depth
-        #: What ``__fake_stdin`` feeds the script: the invocation's stdin, or for a ``timeout``
-        #: child the stdin its ``timeout`` was given.
+        #: What ``__fake_stdin`` feeds the script: the invocation's stdin, or for the child of
+        #: a ``timeout`` or ``setsid`` the stdin that command was given.
         self.stdin = stdin
-        #: The callbacks in flight (see _owned); the shell's Interpreter stops them.
+        #: The callbacks in flight (see owned); the shell's Interpreter stops them.
         self.callbacks: set[asyncio.Task[Any]] = set()
         registered = shell.registry.names()
         #: What alias, type and shopt show of the live-input wrappers in a managed process.
@@ -200,7 +200,7 @@ class SandboxCommands:
 
     # -- the clock -----------------------------------------------------------------------------
 
-    async def _owned(self, work: Awaitable[Any]) -> Any:
+    async def owned(self, work: Awaitable[Any]) -> Any:
         """Await ``work`` as a task the run can cancel: the interpreter does not always cancel
         a callback it abandons, and a sleep on a manual clock would wait forever."""
         task = asyncio.current_task()
@@ -222,7 +222,7 @@ class SandboxCommands:
             if seconds is None:
                 return usage_error("sleep", f"invalid time interval '{operand}'")
             total += seconds
-        await self._owned(self.shell.clock.sleep(total))
+        await self.owned(self.shell.clock.sleep(total))
         return bashkit.BuiltinResult()
 
     def _date(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
@@ -339,13 +339,13 @@ class SandboxCommands:
             if "t" in options:
                 seconds = parse_interval(options["t"]) or 0.0
                 try:
-                    data, status = await self._owned(
+                    data, status = await self.owned(
                         _with_deadline(work, self.shell.clock.sleep(seconds))
                     )
                 except TimeoutError:
                     return bashkit.BuiltinResult(exit_code=READ_TIMEOUT_STATUS)
             else:
-                data, status = await self._owned(work)
+                data, status = await self.owned(work)
         finally:
             if terminal is not None and "s" in options:
                 terminal.echo = echo
@@ -353,7 +353,7 @@ class SandboxCommands:
 
     async def _cat(self, ctx: bashkit.CommandContext) -> int:
         stdin = self.run.invocation.stdin
-        while chunk := await self._owned(stdin.read_chunk()):
+        while chunk := await self.owned(stdin.read_chunk()):
             try:
                 await ctx.stdout.write(chunk)
             except BrokenPipeError:
@@ -424,7 +424,7 @@ class SandboxCommands:
         )
         try:
             try:
-                status = int(await self._owned(call_handler(handler, context, list(ctx.argv))))
+                status = int(await self.owned(call_handler(handler, context, list(ctx.argv))))
             except Exception as exc:  # a user's handler failed: report it as bash would
                 stderr.write(f"fake-createos: command handler failed: {exc!r}\n".encode())
                 status = 1

@@ -123,8 +123,8 @@ class ShellLimits:
     max_commands: int = 1_000_000
     #: Wall-clock seconds one run may take (``None``: no limit).
     max_seconds: float | None = 600.0
-    #: Interpreters one run may nest through ``timeout`` (each a child process) and shells an
-    #: interactive shell starts (``bash``).
+    #: Interpreters one run may nest through ``timeout`` and ``setsid`` (each a child process) and
+    #: shells an interactive shell starts (``bash``).
     max_nesting: int = 8
 
 
@@ -256,7 +256,7 @@ class Interpreter:
     """One bashkit interpreter of a run and the fake's command callbacks it has in flight."""
 
     bash: bashkit.Bash
-    #: Filled by SandboxCommands._owned: the interpreter does not always cancel a callback it
+    #: Filled by SandboxCommands.owned: the interpreter does not always cancel a callback it
     #: abandons, and a ``sleep`` on a manual clock would wait forever.
     callbacks: set[asyncio.Task[Any]]
     #: What ``alias``, ``type`` and ``shopt`` show the script of the fake's own aliases and

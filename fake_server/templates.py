@@ -306,6 +306,9 @@ class TemplateService:
         cwd = "/root"
         for number, step in enumerate(steps, start=1):
             template.say(self.clock.wall(), "info", f"Step {number}/{len(steps)} : {step}")
+            # What the step's `$VAR`s see: the base image's variables (PATH...), then the
+            # build's, as in Docker (`ENV PATH=/opt/x/bin:$PATH` extends the image's PATH).
+            seen = {**BASE_ENV, **args, **image_env}
             if step.instruction in dockerfile.IGNORED:
                 template.say(self.clock.wall(), "info", _IGNORED_NOTE)
             elif step.instruction in dockerfile.REFUSED:
@@ -318,13 +321,9 @@ class TemplateService:
                     found = dockerfile.assignments(step.argument)
                 except ValueError as exc:
                     raise DockerfileError(f"line {step.line}: {exc}") from None
-                # Values see the variables set before this instruction, the base image's
-                # (PATH...) included, as in Docker: `ENV PATH=/opt/x/bin:$PATH` extends it.
-                seen = {**BASE_ENV, **args, **image_env}
                 values = {name: dockerfile.expand(value, seen) for name, value in found.items()}
                 (image_env if step.instruction == "ENV" else args).update(values)
             elif step.instruction == "WORKDIR":
-                seen = {**BASE_ENV, **args, **image_env}
                 cwd = FileSystem.normalize(dockerfile.expand(step.argument, seen) or "/", cwd)
                 files.mkdir(cwd, parents=True)
             elif step.instruction == "RUN":
