@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -12,9 +13,16 @@ from fake_server import FakeCreateOS
 from fake_server.registered_commands import CommandContext
 from fake_server.shell import ShellLimits, Terminal
 from tests.conftest import Client, create_sandbox, data_of
-from tests.test_shell import Harness, h  # noqa: F401  (the fixture)
+from tests.test_shell import Harness
 
 TRY_HELP = "Try 'setsid --help' for more information.\n"
+
+
+@pytest.fixture
+async def h() -> AsyncIterator[Harness]:
+    harness = Harness()
+    yield harness
+    await harness.shell.wait_idle()
 
 
 @pytest.mark.parametrize(
@@ -69,7 +77,7 @@ TRY_HELP = "Try 'setsid --help' for more information.\n"
     ],
 )
 async def test_setsid_runs_its_program_as_util_linux_does(
-    h: Harness,  # noqa: F811
+    h: Harness,
     script: str,
     status: int,
     out: str,
@@ -80,7 +88,7 @@ async def test_setsid_runs_its_program_as_util_linux_does(
 
 
 async def test_the_program_has_the_callers_directory_variables_and_input(
-    h: Harness,  # noqa: F811
+    h: Harness,
 ) -> None:
     h.fs.write("/opt/run.sh", b"#!/bin/sh\necho script ran\n")
     script = (
@@ -94,7 +102,7 @@ async def test_the_program_has_the_callers_directory_variables_and_input(
     assert (result.status, result.err) == (0, "")
 
 
-async def test_setsid_takes_the_terminal_on_a_pty(h: Harness) -> None:  # noqa: F811
+async def test_setsid_takes_the_terminal_on_a_pty(h: Harness) -> None:
     result = await h.sh("setsid -c echo ok", terminal=Terminal())
     assert (result.status, result.out) == (0, "ok\r\n")
 
