@@ -52,8 +52,13 @@ def is_loopback(host: str) -> bool:
 
 def _host_name(authority: str) -> str:
     """The host of ``host[:port]`` (IPv6 in brackets)."""
+    return _url_host("//" + authority)
+
+
+def _url_host(url: str) -> str:
+    """The host a URL names; empty for one that names none or cannot be read."""
     try:
-        return urlsplit("//" + authority).hostname or ""
+        return urlsplit(url).hostname or ""
     except ValueError:  # an unclosed bracket, a port that is not a number
         return ""
 
@@ -68,7 +73,7 @@ def check_control_access(
         if not is_loopback(_host_name(host)):
             raise ApiError(403, errors.CONTROL_HOST_REFUSED)
         origin = headers.get("Origin")
-        if origin is not None and not is_loopback(urlsplit(origin).hostname or ""):
+        if origin is not None and not is_loopback(_url_host(origin)):
             raise ApiError(403, errors.CONTROL_ORIGIN_REFUSED)
     expected = config.control_token
     if token and expected is not None:

@@ -37,7 +37,13 @@ async def test_loopback_hosts_are_served(client: Client, host: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "origin", ["https://evil.example", "null", "http://127.0.0.1.evil.example"]
+    "origin",
+    [
+        "https://evil.example",
+        "null",
+        "http://127.0.0.1.evil.example",
+        "http://[evil",  # unreadable: a 500 from urlsplit once
+    ],
 )
 async def test_a_page_from_another_origin_cannot_add_rules(
     client: Client, fake: FakeCreateOS, origin: str
