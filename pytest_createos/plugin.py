@@ -462,14 +462,22 @@ def createos_config(request: pytest.FixtureRequest) -> dict[str, Any]:
                                                     config=createos_config)
     """
     server = _the_tests_fake(request)
-    return {
-        "apiUrl": server.url,
-        "apiKey": server.api_key,
-        "shape": DEFAULT_SHAPE,
-        "requestSpacingMs": 0,
-        "pollIntervalMs": 5,
-        "timeoutMs": 30_000,
-    }
+    return _ProviderConfig(
+        apiUrl=server.url,
+        apiKey=server.api_key,
+        shape=DEFAULT_SHAPE,
+        requestSpacingMs=0,
+        pollIntervalMs=5,
+        timeoutMs=30_000,
+    )
+
+
+class _ProviderConfig(dict[str, Any]):
+    """A provider configuration whose repr hides its API key: pytest shows a failed test's
+    arguments (``createos_config``, ``createos_lease_params``), and no report carries a key."""
+
+    def __repr__(self) -> str:
+        return repr({k: "<hidden>" if k == "apiKey" else v for k, v in self.items()})
 
 
 @pytest.fixture

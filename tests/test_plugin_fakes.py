@@ -209,3 +209,20 @@ def test_a_test_that_resets_its_fake_still_tears_down_cleanly(project: pytest.Py
         """
     )
     project.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=2)
+
+
+def test_a_failed_tests_arguments_never_show_its_api_key(project: pytest.Pytester) -> None:
+    # pytest prints a failed test's arguments; the provider configuration holds the key.
+    project.makepyfile(
+        """
+        def test_fails(createos_server, createos_lease_params, createos_config):
+            assert createos_config["apiKey"] == createos_server.api_key
+            assert False
+        """
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "createos_lease_params = {" in output  # the arguments were shown
+    assert "'apiKey': '<hidden>'" in output
+    assert "skp_" not in output
