@@ -205,14 +205,21 @@ def _positive_float(text: str) -> float:
     return value
 
 
+#: The largest ``--faults`` file read (rule files are a few KiB).
+MAX_RULE_FILE_BYTES = 8 << 20
+
+
 def load_rules(path: str) -> list[Any]:
     """Rules from a ``--faults`` file: JSON (a list, one rule, or ``{"rules": [...]}``) or TOML
     (``[[rules]]`` tables); raises ``ValueError`` saying what is wrong."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            # Bounded: `--faults /dev/zero` (or a log given by mistake) never ends.
+            raw = handle.read(MAX_RULE_FILE_BYTES + 1)
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    if len(raw) > MAX_RULE_FILE_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_RULE_FILE_BYTES >> 20} MiB: not a rule file")
     data: Any
     if path.endswith(".toml"):
         data = _parse_toml(raw, path)
@@ -221,6 +228,8 @@ def load_rules(path: str) -> list[Any]:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"{path} is not valid JSON: nested too deeply") from None
     try:
         return rules_in(data)
     except FaultError as exc:
@@ -237,6 +246,8 @@ def _parse_toml(raw: bytes, path: str) -> Any:
         return tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{path} is not valid TOML: nested too deeply") from None
 
 
 def startup_rules(args: argparse.Namespace) -> list[dict[str, Any]]:

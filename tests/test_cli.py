@@ -260,6 +260,16 @@ def test_rule_files_in_every_accepted_shape(tmp_path: Path) -> None:
     assert load_rules(str(neither)) == [{"colour": 1}]  # one rule, refused when it is added
 
 
+def test_rule_files_no_parser_could_read_are_refused_cleanly(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)  # a RecursionError traceback once
+    with pytest.raises(ValueError, match="nested too deeply"):
+        load_rules(str(deep))
+    # /dev/zero was read until memory ran out.
+    with pytest.raises(ValueError, match="larger than 8 MiB"):
+        load_rules("/dev/zero")
+
+
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib arrived in Python 3.11")
 def test_toml_rule_files(tmp_path: Path) -> None:
     path = tmp_path / "rules.toml"
