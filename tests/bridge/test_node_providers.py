@@ -36,7 +36,12 @@ class TestGuardedNodeProvider(ProviderConformance):
             yield provider
 
 
-@pytest.mark.parametrize("scenario", [s.name for s in PROVIDER_SCENARIOS])
+#: Played by TestGuardedNodeProvider already, and each run waits out its Retry-After twice
+#: (~4 s a pair): the verdicts it compares would be the same two passes.
+_WAITED_OUT = "lifecycle-rate-limited"
+
+
+@pytest.mark.parametrize("scenario", [s.name for s in PROVIDER_SCENARIOS if s.name != _WAITED_OUT])
 @pytest.mark.parametrize(
     ("program", "python"),
     [("guarded_provider.mjs", LeaseProvider), ("naive_provider.mjs", GuardlessProvider)],
