@@ -4,6 +4,8 @@ The fixtures (``createos_server``, ``createos_aiohttp_server``, ``createos_fault
 ``createos_journal``, ``createos_config``, ``createos_lease_params``, ``createos_provider``,
 ``createos_kit``) are registered automatically through the ``pytest11`` entry point.
 ``SubprocessHost`` and ``SubprocessProvider`` run the kit against a program in any language.
+The errors a test may meet are importable from here too (``ControlError``, ``GateTimeout``,
+``JournalAssertionError``, ``BlockingCallError``, ``ConformanceError``...).
 """
 
 from typing import TYPE_CHECKING
@@ -11,7 +13,10 @@ from typing import TYPE_CHECKING
 from fake_server._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what the names are; they are imported on first use (see fake_server._lazy)
+    from fake_server.gates import GateTimeout
+    from fake_server.journal import JournalAssertionError
     from pytest_createos.bridge import BridgeError, SubprocessHost, SubprocessProvider
+    from pytest_createos.channel import ControlError
     from pytest_createos.errors import (
         CLEANUP_PENDING_MESSAGE,
         CleanupInProgressError,
@@ -41,10 +46,11 @@ if TYPE_CHECKING:  # what the names are; they are imported on first use (see fak
         RealizedWorkspace,
         validate_config,
     )
-    from pytest_createos.server import CreateosServer, GateHandle
+    from pytest_createos.server import BlockingCallError, CreateosServer, GateHandle
 
 __all__ = [
     "CLEANUP_PENDING_MESSAGE",
+    "BlockingCallError",
     "BridgeError",
     "CleanupInProgressError",
     "CleanupPendingError",
@@ -52,13 +58,16 @@ __all__ = [
     "ConfigResult",
     "ConformanceError",
     "ConformanceKit",
+    "ControlError",
     "CreateosApiError",
     "CreateosServer",
     "CreateosTransportError",
     "ExecuteResult",
     "GateHandle",
+    "GateTimeout",
     "Host",
     "HostConformance",
+    "JournalAssertionError",
     "Lease",
     "LeaseError",
     "LeaseHost",
@@ -77,9 +86,12 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     globals(),
     {
+        "GateTimeout": "fake_server.gates",
+        "JournalAssertionError": "fake_server.journal",
         "BridgeError": "pytest_createos.bridge",
         "SubprocessHost": "pytest_createos.bridge",
         "SubprocessProvider": "pytest_createos.bridge",
+        "ControlError": "pytest_createos.channel",
         "CLEANUP_PENDING_MESSAGE": "pytest_createos.errors",
         "CleanupInProgressError": "pytest_createos.errors",
         "CleanupPendingError": "pytest_createos.errors",
@@ -103,6 +115,7 @@ __getattr__, __dir__ = lazy_exports(
         "ProbeResult": "pytest_createos.provider",
         "RealizedWorkspace": "pytest_createos.provider",
         "validate_config": "pytest_createos.provider",
+        "BlockingCallError": "pytest_createos.server",
         "CreateosServer": "pytest_createos.server",
         "GateHandle": "pytest_createos.server",
     },
