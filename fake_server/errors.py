@@ -151,6 +151,8 @@ INJECTED_ERROR = "injected error"
 # -- the control API's gates --------------------------------------------------------------------
 OUTCOME_NEEDS_REQUEST = "an outcome applies to one held request: give `request` too"
 REQUEST_WITH_COUNT = "release one held request (`request`) or many (`count`, `open`), not both"
+#: ``DELETE /_fake/faults/{rule}`` (and the plugin's ``faults.remove``) for an id no rule has.
+RULE_NOT_FOUND = "fault rule not found"
 HELD_REQUEST_NOT_FOUND = "no request {request} is held at this gate (never held, or gone on)"
 
 

@@ -15,10 +15,12 @@ Example::
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -39,6 +41,7 @@ __all__ = [
     "RequestInfo",
     "Rule",
     "RuleShortcuts",
+    "did_you_mean",
     "parse_rule",
     "rules_in",
 ]
@@ -343,7 +346,10 @@ def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:
         raise FaultError("a rule must be an object with 'match' and 'action'")
     unknown = sorted(set(data) - _RULE_KEYS)
     if unknown:
-        raise FaultError(f"a rule has no field {unknown[0]!r}")
+        raise FaultError(
+            f"a rule has no field {unknown[0]!r}{did_you_mean(unknown[0], _RULE_KEYS)}; "
+            f"its fields: {', '.join(sorted(_RULE_KEYS))}"
+        )
     raw_match = data.get("match", {})
     if not isinstance(raw_match, Mapping):  # `[]` once matched every request
         raise FaultError("match must be an object (use {} to match every request)")
@@ -352,7 +358,10 @@ def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:
         raise FaultError("id must be 1-64 letters, digits, '_', '-', '.' or ':'")
     bad = sorted(set(raw_match) - _MATCH_KEYS)
     if bad:
-        raise FaultError(f"match has no field {bad[0]!r}; use {', '.join(sorted(_MATCH_KEYS))}")
+        raise FaultError(
+            f"match has no field {bad[0]!r}{did_you_mean(bad[0], _MATCH_KEYS)}; "
+            f"use {', '.join(sorted(_MATCH_KEYS))}"
+        )
     for key, value in raw_match.items():
         if value is not None and not isinstance(value, str):
             raise FaultError(f"match.{key} must be a string")
@@ -376,6 +385,20 @@ def parse_rule(data: Mapping[str, Any], *, rule_id: str | None = None) -> Rule:
     return rule
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a misspelt ``word``; empty when none
+    is close.
+
+    Example:
+        >>> did_you_mean("time", ["after", "times"])
+        " (did you mean 'times'?)"
+        >>> did_you_mean("zzz", ["after", "times"])
+        ''
+    """
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 RuleT = TypeVar("RuleT")
 GateT = TypeVar("GateT")
 
@@ -396,9 +419,8 @@ class RuleShortcuts(Generic[RuleT, GateT]):
         raise NotImplementedError
 
     def _shortcut(self, action: Action, match: dict[str, Any]) -> RuleT:
-        options: dict[str, Any] = {
-            key: match.pop(key) for key in ("after", "times", "probability", "id") if key in match
-        }
+        _check_shortcut_keywords(type(self), action.type, match)
+        options: dict[str, Any] = {key: match.pop(key) for key in _COUNTERS if key in match}
         return self.add({"match": match, "action": action.as_json(), **options})
 
     def latency(
@@ -463,6 +485,34 @@ class RuleShortcuts(Generic[RuleT, GateT]):
         """``GET`` of a sandbox still answers the status it had before its last pause, resume or
         destroy was accepted (the old status lingering right after it, even once it finished)."""
         return self._shortcut(Action("stale_read"), match)
+
+
+#: The keywords every shortcut takes besides its own: the rule's counters.
+_COUNTERS = ("after", "times", "probability", "id")
+
+
+def _check_shortcut_keywords(owner: type, shortcut: str, given: Mapping[str, Any]) -> None:
+    """Refuse a keyword no shortcut takes as a wrong keyword of the call the user wrote (a
+    ``TypeError``, as Python says it), naming that shortcut's keywords: the user wrote no
+    ``match``, so "match has no field 'time'" would send them looking for one.
+
+    Each shortcut is named after its action type, so ``shortcut`` is also the method's name.
+    """
+    unknown = sorted(set(given) - _MATCH_KEYS - set(_COUNTERS))
+    if not unknown:
+        return
+    own = [
+        name
+        for name, parameter in inspect.signature(getattr(owner, shortcut)).parameters.items()
+        if name != "self" and parameter.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    known = [*own, *sorted(_MATCH_KEYS), *_COUNTERS]
+    raise TypeError(
+        f"{shortcut}() got an unexpected keyword argument {unknown[0]!r}"
+        f"{did_you_mean(unknown[0], known)}; it takes "
+        + (f"{', '.join(own)}, " if own else "")
+        + f"the match's {', '.join(sorted(_MATCH_KEYS))} and the counters {', '.join(_COUNTERS)}"
+    )
 
 
 def rules_in(payload: Any) -> list[Any]:

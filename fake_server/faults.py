@@ -38,7 +38,26 @@ from fake_server.fault_rules import (
 from fake_server.gates import Gate
 from fake_server.route_table import CONTROL_PREFIX, RouteTable
 
-__all__ = ["FaultEngine"]
+__all__ = ["FaultEngine", "check_match"]
+
+
+def check_match(match: Match, routes: RouteTable) -> None:
+    """Refuse a match no request to ``routes`` can meet (:class:`FaultError` says why): a
+    misspelt route would never fire, and rules never apply to the control API.
+
+    What :meth:`FaultEngine.add_all` checks beyond :func:`~fake_server.fault_rules.parse_rule`;
+    the pytest marker checks it too, to name the rule at fault before any fake is involved.
+
+    Example::
+
+        check_match(Match(route="GET /v1/sandbox/{id}"), route_table())
+        # FaultError: invalid fault rule: match: no route GET /v1/sandbox/{id}; did you mean ...
+    """
+    if match.route is not None and match.route.startswith(CONTROL_PREFIX):
+        raise FaultError(f"match.route {match.route}: fault rules never apply to the control API")
+    problem = routes.problem(match.method, match.route)
+    if problem is not None:
+        raise FaultError(f"match: {problem}")
 
 
 class FaultEngine(RuleShortcuts[Rule, Gate]):
@@ -112,7 +131,7 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
             if rule.id in self._rules or rule.id in new:
                 raise FaultError(f"a rule with id {rule.id!r} exists already")
             new.add(rule.id)
-            self._check_route(rule.match)
+            check_match(rule.match, self._routes)
         for rule in rules:
             gate = rule.gate_name
             if gate is not None:
@@ -120,16 +139,6 @@ class FaultEngine(RuleShortcuts[Rule, Gate]):
                 self._gate_users[gate] += 1
             self._rules[rule.id] = rule
         return rules
-
-    def _check_route(self, match: Match) -> None:
-        """Refuse a match no request can meet: a misspelt route would never fire."""
-        if match.route is not None and match.route.startswith(CONTROL_PREFIX):
-            raise FaultError(
-                f"match.route {match.route}: fault rules never apply to the control API"
-            )
-        problem = self._routes.problem(match.method, match.route)
-        if problem is not None:
-            raise FaultError(f"match: {problem}")
 
     def remove(self, rule_id: str) -> bool:
         """Remove one rule; a gate no remaining rule uses is opened and forgotten, so a later

@@ -170,6 +170,18 @@ class Network:
         """Answer requests to ``host`` with ``responder``, replacing one for the same key."""
         self._responders[_key(host)] = responder
 
+    def registered(self, host: str) -> Responder | None:
+        """The responder registered under exactly the key ``host`` (no wildcard or port
+        lookup: what :meth:`register` with the same ``host`` would replace), or ``None``.
+
+        Example:
+            >>> network = Network()
+            >>> network.register("*.example.com", lambda req: SimulatedResponse())
+            >>> network.registered("*.EXAMPLE.com") is not None, network.registered("a.example.com")
+            (True, None)
+        """
+        return self._responders.get(_key(host))
+
     def unregister(self, host: str) -> None:
         """Forget the responder registered for ``host``; an unknown key is ignored."""
         self._responders.pop(_key(host), None)

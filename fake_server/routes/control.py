@@ -136,7 +136,7 @@ async def clear_faults(request: web.Request) -> web.Response:
 
 async def delete_fault(request: web.Request) -> web.Response:
     if not fake_of(request).faults.remove(request.match_info["rule"]):
-        raise ApiError(404, "fault rule not found")
+        raise ApiError(404, errors.RULE_NOT_FOUND)
     return ok({"deleted": True})
 
 
