@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,10 @@ import pytest
 
 from fake_server import ServerConfig
 from fake_server.fault_rules import FaultError, parse_rule
+from fake_server.faults import check_match
 from fake_server.lifecycle import check_duration_ms
+from fake_server.route_table import CONTROL_PREFIX, RouteTable
+from fake_server.routes import route_table
 from pytest_createos._settings import LEAK_MODES
 
 __all__ = ["MARKER_ARGS", "MarkerError", "MarkerOptions"]
@@ -42,9 +46,18 @@ class MarkerOptions:
 
     @classmethod
     def of(cls, item: pytest.Item) -> MarkerOptions:
-        """The test's markers merged (the closest wins) and checked; :class:`MarkerError` names
-        the first argument that is wrong and why."""
-        merged: dict[str, Any] = {}
+        """The test's markers (module, class, test) merged and checked; :class:`MarkerError`
+        names the first argument that is wrong and why.
+
+        ``faults`` add up, farthest marker first (a module's rules, then its class's, then the
+        test's, top to bottom): a rule is never dropped because a closer marker has rules of
+        its own. Every other keyword is the closest marker's; ``None`` counts as not given, so
+        it leaves a farther marker's value in force.
+        """
+        options = cls()
+        # iter_markers yields the closest first: the farthest is applied first, closer ones
+        # over it. Each marker's values are checked as that marker wrote them, so an error
+        # quotes what the user sees (``rule 0`` is the first rule of *that* list).
         for mark in reversed(list(item.iter_markers("createos"))):
             if mark.args:
                 raise MarkerError(
@@ -57,17 +70,18 @@ class MarkerOptions:
                     f"{item.nodeid}: @pytest.mark.createos has no option {unknown[0]!r} "
                     f"(options: {', '.join(sorted(MARKER_ARGS))})"
                 )
-            merged.update(mark.kwargs)
-        options = cls()
-        for name, value in merged.items():
-            if value is None:  # as if not given (the marker's documented defaults)
-                continue
-            try:
-                setattr(options, name, _MARKER_CHECKS[name](value))
-            except (TypeError, ValueError) as exc:
-                raise MarkerError(
-                    f"{item.nodeid}: @pytest.mark.createos({name}={reprlib.repr(value)}): {exc}"
-                ) from None
+            for name, value in mark.kwargs.items():
+                if value is None:  # as if not given (the marker's documented defaults)
+                    continue
+                try:
+                    if name == "faults":
+                        options.faults = [*options.faults, *_fault_rules(value)]
+                    else:
+                        setattr(options, name, _MARKER_CHECKS[name](value))
+                except (TypeError, ValueError) as exc:
+                    raise MarkerError(
+                        f"{item.nodeid}: @pytest.mark.createos({name}={reprlib.repr(value)}): {exc}"
+                    ) from None
         return options
 
     def server_config(self) -> ServerConfig:
@@ -117,17 +131,25 @@ def _fault_rules(value: object) -> list[dict[str, Any]]:
         )
     for index, rule in enumerate(value):
         try:
-            parse_rule(rule)
+            # The route too, which only the fake checked: its refusal named no rule.
+            check_match(parse_rule(rule).match, _served_routes())
         except FaultError as exc:
             raise ValueError(f"rule {index}: {exc.problem}") from None
     return [dict(rule) for rule in value]
 
 
-#: How each marker argument is checked and converted (a ``ValueError``/``TypeError`` says why).
+@functools.cache
+def _served_routes() -> RouteTable:
+    """The routes a rule may match (the control API's excepted), as the fake's engine sees
+    them."""
+    return route_table().without(CONTROL_PREFIX)
+
+
+#: How each marker argument but ``faults`` (:func:`_fault_rules`, whose lists add up) is checked
+#: and converted (a ``ValueError``/``TypeError`` says why).
 _MARKER_CHECKS: dict[str, Callable[[Any], object]] = {
     "seed": _seed,
     "latency_ms": check_duration_ms,
-    "faults": _fault_rules,
     "transition_ms": check_duration_ms,
     "create_ms": check_duration_ms,
     "manual_clock": _flag,

@@ -484,6 +484,17 @@ BAD_MARKERS = {
         'faults=[{"match": {"route": "GET /v1/whoami"}, "action": {"type": "eror"}}]',
         "*createos(faults=*): rule 0: action.type 'eror' is unknown; use one of latency, *",
     ),
+    # Checked by the marker as an action is, not only by the fake (whose message named no rule).
+    "route_typo_in_faults": (
+        'faults=[{"action": {"type": "reset"}}, '
+        '{"match": {"route": "GET /v1/whoamii"}, "action": {"type": "reset"}}]',
+        "*createos(faults=*): rule 1: match: no route GET /v1/whoamii; did you mean GET /v1/w*",
+    ),
+    "unknown_rule_field": (
+        'faults=[{"action": {"type": "reset"}, "time": 1}]',
+        "*createos(faults=*): rule 0: a rule has no field 'time' (did you mean 'times'?); its "
+        "fields: action, after, id, match, probability, times",
+    ),
     "negative_transition": ("transition_ms=-5", "*createos(transition_ms=-5): must not be neg*"),
     "nan_create": ('create_ms=float("nan")', "*createos(create_ms=nan): must be finite*"),
     "string_latency": (
@@ -522,6 +533,44 @@ def test_every_marker_problem_is_one_short_error_naming_the_argument(
     assert "plugin.py" not in output  # the messages alone, no traceback
     assert "_marker.py" not in output
     assert "During handling" not in output
+
+
+def test_marker_faults_add_up_and_other_keywords_are_the_closest(
+    project: pytest.Pytester,
+) -> None:
+    # A module's gate and a test's error rule once left only the error rule: `faults` merged
+    # per keyword like the others, the closest marker's list replacing the farther ones.
+    project.makepyfile(
+        """
+        import pytest
+
+        GATE = {"match": {"route": "DELETE /v1/sandboxes/{id}"},
+                "action": {"type": "gate", "name": "release"}}
+
+        def error(status):
+            return {"match": {"route": "GET /v1/whoami"},
+                    "action": {"type": "error", "status": status}}
+
+        pytestmark = pytest.mark.createos(faults=[GATE], seed=1, transition_ms=0)
+
+        class TestMerged:
+            pytestmark = pytest.mark.createos(faults=[error(503)], seed=2)
+
+            @pytest.mark.createos(faults=[error(418)], seed=None)
+            @pytest.mark.createos(faults=[error(429)])
+            def test_every_rule(self, createos_server):
+                statuses = [r["action"].get("status") for r in createos_server.faults.rules]
+                assert statuses == [None, 503, 418, 429]  # farthest first, then top to bottom
+                assert list(createos_server.faults.gates) == ["release"]
+                assert createos_server.seed == 2  # the class's: None counts as not given
+
+            @pytest.mark.createos(seed=3)
+            def test_closest_seed(self, createos_server):
+                assert createos_server.seed == 3
+                assert len(createos_server.faults.rules) == 2
+        """
+    )
+    project.runpytest().assert_outcomes(passed=2)
 
 
 def test_good_marker_values_are_accepted(project: pytest.Pytester) -> None:
