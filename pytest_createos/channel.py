@@ -19,17 +19,29 @@ from typing import Any, Protocol, TypeVar
 
 from fake_server import ApiError, BackgroundServer, FakeCreateOS
 from fake_server.control_access import CONTROL_TOKEN_HEADER
+from fake_server.errors import RULE_NOT_FOUND
 from fake_server.fault_rules import FaultError
 from fake_server.gates import GateTimeout
+from fake_server.network import Responder
+from fake_server.registered_commands import CommandHandler
 
 __all__ = [
     "ALIVE",
+    "IN_PROCESS_ONLY",
     "ControlChannel",
     "ControlError",
     "HttpChannel",
+    "Leftovers",
     "LocalChannel",
     "TestTenant",
 ]
+
+#: What registering Python code (a command, a responder) on a fake in another process says.
+IN_PROCESS_ONLY = (
+    "{what} needs the fake in this process: the fake at {url} (--createos-url) runs in "
+    "another one, and its control API cannot take Python code. Run the tests that register "
+    "commands or responders without --createos-url (the in-process fake)"
+)
 
 _T = TypeVar("_T")
 
@@ -68,7 +80,10 @@ class ControlChannel(Protocol):
 
     def rules(self) -> list[dict[str, Any]]: ...
 
-    def remove_rule(self, rule_id: str) -> None: ...
+    def remove_rule(self, rule_id: str) -> None:
+        """Remove one rule (its gate opens once no rule uses it); :class:`ControlError` saying
+        ``fault rule not found``, as the control API answers, for an id the fake has not."""
+        ...
 
     def gate(self, name: str) -> dict[str, Any]: ...
 
@@ -114,11 +129,22 @@ class ControlChannel(Protocol):
 
     def marker(self, sandbox_id: str, mode: str, path: str | None) -> None: ...
 
+    def register_command(self, name: str, handler: CommandHandler) -> Callable[[], None]:
+        """Add a command to every sandbox's shell (replacing one of that name); returns what
+        undoes it (the command it replaced comes back). :class:`ControlError` on a fake in
+        another process: a Python handler cannot go there."""
+        ...
+
+    def register_responder(self, host: str, responder: Responder) -> Callable[[], None]:
+        """Answer ``curl``/``wget`` in sandboxes for ``host``; returns what undoes it, as
+        :meth:`register_command`."""
+        ...
+
     def open_test(self, seed: int) -> TestTenant:
         """Reseed and create the test's tenant (see :func:`open_test`)."""
         ...
 
-    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> list[dict[str, Any]]:
+    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> Leftovers:
         """Undo the test's additions (see :func:`close_test`)."""
         ...
 
@@ -132,6 +158,16 @@ class TestTenant:
     api_key: str
     tenant_id: str
     baseline_rules: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What a test left when it ended, for its leak report: its sandboxes still alive, and
+    (only when some are) its gates that still held requests then, each as
+    ``GET /_fake/gates/{name}`` answers (``holding`` lists the requests)."""
+
+    sandboxes: list[dict[str, Any]]
+    held_gates: list[dict[str, Any]]
 
 
 #: Statuses that count as "left alive" for the leak check.
@@ -151,11 +187,10 @@ def open_test(channel: ControlChannel, seed: int) -> TestTenant:
     return TestTenant(api_key, tenant_id, baseline)
 
 
-def close_test(
-    channel: ControlChannel, tenant: TestTenant, *, leak_check: bool
-) -> list[dict[str, Any]]:
-    """Undo everything a test added (its rules, their gates opened, its tenant); returns the
-    sandboxes it left alive when ``leak_check`` is on.
+def close_test(channel: ControlChannel, tenant: TestTenant, *, leak_check: bool) -> Leftovers:
+    """Undo everything a test added (its rules, their gates opened, its tenant); returns what
+    it left alive when ``leak_check`` is on, with the gates that held requests then: a
+    sandbox a test left running is often one whose ``DELETE`` waits at a gate never opened.
 
     Its rules are those scoped to its tenant, and on a fake no one else uses also any rule that
     appeared during the test (added some other way); on a shared fake, rules that other tests
@@ -166,14 +201,20 @@ def close_test(
         if leak_check
         else []
     )
-    for rule in channel.rules():
-        owned = rule["match"].get("tenant") == tenant.tenant_id or (
-            not channel.shared and rule["id"] not in tenant.baseline_rules
-        )
-        if owned:
-            channel.remove_rule(rule["id"])  # the fake opens and forgets its gate
+    owned = [
+        rule
+        for rule in channel.rules()
+        if rule["match"].get("tenant") == tenant.tenant_id
+        or (not channel.shared and rule["id"] not in tenant.baseline_rules)
+    ]
+    held: list[dict[str, Any]] = []
+    if leaked:  # read before the rules go: removing them opens their gates
+        gates = dict.fromkeys(r["action"]["name"] for r in owned if r["action"]["type"] == "gate")
+        held = [gate for gate in map(channel.gate, gates) if gate["held"]]
+    for rule in owned:
+        channel.remove_rule(rule["id"])  # the fake opens and forgets its gate
     channel.drop_tenant(tenant.api_key)
-    return leaked
+    return Leftovers(leaked, held)
 
 
 class LocalChannel:
@@ -225,7 +266,11 @@ class LocalChannel:
         return self._call(lambda: [rule.as_json() for rule in self.fake.faults])
 
     def remove_rule(self, rule_id: str) -> None:
-        self._call(self.fake.faults.remove, rule_id)
+        def remove() -> None:
+            if not self.fake.faults.remove(rule_id):
+                raise ValueError(RULE_NOT_FOUND)
+
+        self._call(remove)
 
     def gate(self, name: str) -> dict[str, Any]:
         return self._call(lambda: self.fake.faults.gate_named(name).as_json())
@@ -311,8 +356,34 @@ class LocalChannel:
         # One hop to the server's loop for the whole set-up: it is on every test's path.
         return self._call(open_test, self._direct(), seed)
 
-    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> list[dict[str, Any]]:
+    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> Leftovers:
         return self._call(lambda: close_test(self._direct(), tenant, leak_check=leak_check))
+
+    def register_command(self, name: str, handler: CommandHandler) -> Callable[[], None]:
+        commands = self.fake.commands
+
+        def register() -> CommandHandler | None:
+            replaced = commands.get(name)
+            commands.register(name, handler)
+            return replaced
+
+        replaced = self._call(register)
+        if replaced is None:
+            return lambda: self._call(commands.unregister, name)
+        return lambda: self._call(commands.register, name, replaced)
+
+    def register_responder(self, host: str, responder: Responder) -> Callable[[], None]:
+        network = self.fake.runtime.network
+
+        def register() -> Responder | None:
+            replaced = network.registered(host)
+            network.register(host, responder)
+            return replaced
+
+        replaced = self._call(register)
+        if replaced is None:
+            return lambda: self._call(network.unregister, host)
+        return lambda: self._call(network.register, host, replaced)
 
     def _direct(self) -> LocalChannel:
         """This channel without the thread hand-off, for use on the server's own loop."""
@@ -482,8 +553,16 @@ class HttpChannel:
     def open_test(self, seed: int) -> TestTenant:
         return open_test(self, seed)
 
-    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> list[dict[str, Any]]:
+    def close_test(self, tenant: TestTenant, *, leak_check: bool) -> Leftovers:
         return close_test(self, tenant, leak_check=leak_check)
+
+    def register_command(self, name: str, handler: CommandHandler) -> Callable[[], None]:
+        raise ControlError(IN_PROCESS_ONLY.format(what=f"register_command({name!r})", url=self.url))
+
+    def register_responder(self, host: str, responder: Responder) -> Callable[[], None]:
+        raise ControlError(
+            IN_PROCESS_ONLY.format(what=f"register_responder({host!r})", url=self.url)
+        )
 
     def sandbox_state(self, sandbox_id: str, **change: Any) -> dict[str, Any]:
         return dict(self._request("POST", f"/_fake/sandboxes/{sandbox_id}/state", change))

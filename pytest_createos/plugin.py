@@ -7,7 +7,6 @@ It is registered through the ``pytest11`` entry point, so installing the package
 from __future__ import annotations
 
 import inspect
-import warnings
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
@@ -24,7 +23,7 @@ from pytest_createos._settings import LEAK_MODES, PluginSettings, read_settings
 if TYPE_CHECKING:
     from fake_server import BackgroundServer, ServerConfig
     from pytest_createos._marker import MarkerOptions
-    from pytest_createos.channel import ControlChannel, TestTenant
+    from pytest_createos.channel import ControlChannel, Leftovers, TestTenant
     from pytest_createos.server import CreateosServer
 
 __all__ = ["CreateosLeakWarning", "CreateosMarkerWarning"]
@@ -288,24 +287,42 @@ def _close_handle(
     # failure reports are made by now: left in its stash, the handle would keep the test's
     # fake (a whole one, for createos_aiohttp_server) in memory, and in every garbage
     # collection, until the session ends.
-    if _HANDLE in request.node.stash:
+    handle = request.node.stash.get(_HANDLE, None)
+    if handle is not None:
         del request.node.stash[_HANDLE]
     mode = options.leak_check or request.config.stash[_SETTINGS].leak_check
     # A test that failed never reached its own cleanup: its failure is the report to read (its
     # createos section shows the fake), not a second error for the sandboxes it left.
     failed = request.node.stash.get(_CALL_FAILED, False)
-    leaked = channel.close_test(tenant, leak_check=mode != "off" and not failed)
-    if leaked:
-        names = ", ".join(f"{s['id']} ({s['status']})" for s in leaked)
-        message = (
-            f"{request.node.nodeid} left {len(leaked)} sandbox(es) alive: {names}. "
-            "Destroy them in the test, or mark it "
-            "@pytest.mark.createos(leak_check=False)."
-        )
+    try:
+        left = channel.close_test(tenant, leak_check=mode != "off" and not failed)
+    finally:
+        if handle is not None:  # after the tenant: its commands have been told to stop
+            handle.unregister_all()
+    if left.sandboxes:
+        message = _leak_message(request.node.nodeid, left, gate_prefix=f"{tenant.tenant_id}.")
         if mode == "warn":
-            warnings.warn(CreateosLeakWarning(message), stacklevel=1)
+            # At the test's own line, where the fix is (a stacklevel would name this file).
+            request.node.warn(CreateosLeakWarning(message))
         else:
             pytest.fail(message, pytrace=False)
+
+
+def _leak_message(nodeid: str, left: Leftovers, *, gate_prefix: str) -> str:
+    """What a test that left sandboxes alive is told: which, and the gates that still held
+    requests (a sandbox left running is often one whose ``DELETE`` waits at a gate the test
+    never opened)."""
+    names = ", ".join(f"{s['id']} ({s['status']})" for s in left.sandboxes)
+    lines = [f"{nodeid} left {len(left.sandboxes)} sandbox(es) alive: {names}."]
+    for gate in left.held_gates:
+        held = "; ".join(f"{r['method']} {r['path']}" for r in gate["holding"])
+        name = str(gate["name"]).removeprefix(gate_prefix)
+        lines.append(
+            f"Gate {name!r} still held {gate['held']} request(s), never let through: {held} "
+            f"(release them, or gate.open(), before the test ends)."
+        )
+    lines.append("Destroy them in the test, or mark it @pytest.mark.createos(leak_check=False).")
+    return " ".join(lines)
 
 
 @pytest.fixture

@@ -15,22 +15,29 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from fake_server.fault_rules import RuleShortcuts
-from fake_server.gates import WAIT_HELD_S
+from fake_server.errors import RULE_NOT_FOUND
+from fake_server.fault_rules import RuleShortcuts, did_you_mean
+from fake_server.gates import OUTCOMES, WAIT_HELD_S
 from fake_server.journal import Entry, Journal
+from fake_server.network import Responder
+from fake_server.registered_commands import CommandHandler
 from fake_server.routes import route_table
-from pytest_createos.channel import ALIVE, ControlChannel
+from pytest_createos.channel import ALIVE, ControlChannel, ControlError
 
 __all__ = [
     "BlockingCallError",
     "CreateosServer",
     "GateHandle",
+    "HeldRequestInfo",
     "TenantClock",
     "TenantFaults",
     "TenantJournal",
+    "TestGates",
+    "UnknownGateError",
 ]
 
 #: ``{call}`` blocks until the fake has done something; ``{instead}`` is the form to await.
@@ -55,30 +62,83 @@ def _refuse_on_running_loop(call: str, instead: str) -> None:
     raise BlockingCallError(BLOCKING_ON_LOOP.format(call=call, instead=instead))
 
 
+@dataclass(frozen=True)
+class HeldRequestInfo:
+    """One request a gate holds, as a test sees it (:attr:`GateHandle.holding`).
+
+    ``id`` is what :meth:`GateHandle.release_request` takes; ``outcomes`` are those it may
+    be released with (all of :data:`~fake_server.gates.OUTCOMES`, unless it was held after
+    its effect).
+
+    Example::
+
+        held = gate.holding[0]        # HeldRequestInfo(id=1, method='DELETE', path=..., ...)
+        gate.release_request(held, outcome="lost")
+    """
+
+    id: int
+    method: str
+    path: str
+    since: str
+    tenant: str | None = None
+    sandbox: str | None = None
+    outcomes: frozenset[str] = frozenset(OUTCOMES)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HeldRequestInfo:
+        """From an item of a gate's ``holding``, as ``GET /_fake/gates/{name}`` lists it."""
+        outcomes = data.get("outcomes")
+        return cls(
+            id=int(data["id"]),
+            method=str(data["method"]),
+            path=str(data["path"]),
+            since=str(data["since"]),
+            tenant=data.get("tenant"),
+            sandbox=data.get("sandbox"),
+            outcomes=frozenset(OUTCOMES if outcomes is None else outcomes),
+        )
+
+    def __str__(self) -> str:
+        return f"#{self.id} {self.method} {self.path} (held since {self.since})"
+
+
 class GateHandle:
-    """A gate seen from a test: wait until requests are held, then release them.
+    """A gate seen from a test: wait until requests are held, see which, then release them
+    (all, the oldest few, or one by one with an outcome).
+
+    ``name`` is the name the test gave the gate; ``full_name`` is the fake's (prefixed with the
+    test's tenant, so two tests' gates of one name never meet): what the control API
+    (``/_fake/gates/{full_name}``) and the dashboard show.
 
     Example::
 
         gate = createos_server.faults.gate("delete", route="DELETE /v1/sandboxes/{id}")
         gate.wait_held(1)            # sync tests (blocks until held, 5 s timeout)
         await gate.async_wait_held() # async tests
+        gate.holding                 # [HeldRequestInfo(id=1, method='DELETE', ...)]
+        gate.release(1, outcome="lost")  # the oldest held DELETE happens, its answer is lost
         gate.release()               # let every held request through
     """
 
-    def __init__(self, channel: ControlChannel, name: str) -> None:
+    def __init__(self, channel: ControlChannel, name: str, *, prefix: str = "") -> None:
         self._channel = channel
         self.name = name
+        self.full_name = prefix + name
 
     @property
     def held(self) -> int:
         """Requests held right now."""
-        return int(self._channel.gate(self.name)["held"])
+        return int(self._channel.gate(self.full_name)["held"])
 
     @property
     def passed(self) -> int:
         """Requests that went through the gate so far."""
-        return int(self._channel.gate(self.name)["passed"])
+        return int(self._channel.gate(self.full_name)["passed"])
+
+    @property
+    def holding(self) -> list[HeldRequestInfo]:
+        """The requests held right now, oldest first."""
+        return [HeldRequestInfo.from_json(h) for h in self._channel.gate(self.full_name)["holding"]]
 
     def wait_held(self, count: int = 1, timeout: float = WAIT_HELD_S) -> None:
         """Block until at least ``count`` requests are held (``TimeoutError`` otherwise).
@@ -90,22 +150,101 @@ class GateHandle:
         _refuse_on_running_loop(
             "gate.wait_held()", f"await gate.async_wait_held({count}, timeout={timeout})"
         )
-        self._channel.wait_gate(self.name, count, timeout)
+        self._channel.wait_gate(self.full_name, count, timeout)
 
     async def async_wait_held(self, count: int = 1, timeout: float = WAIT_HELD_S) -> None:
         """Wait until at least ``count`` requests are held (``TimeoutError`` otherwise)."""
-        await self._channel.async_wait_gate(self.name, count, timeout)
+        await self._channel.async_wait_gate(self.full_name, count, timeout)
 
-    def release(self, count: int | None = None) -> int:
-        """Let ``count`` held requests through (all of them if ``None``); returns how many."""
-        return self._channel.release_gate(self.name, count)
+    def release(self, count: int | None = None, *, outcome: str | None = None) -> int:
+        """Let the ``count`` oldest held requests through (all of them if ``None``); returns
+        how many. The gate keeps holding later requests (:meth:`open` stops it).
+
+        With an ``outcome`` (one of :data:`~fake_server.gates.OUTCOMES`: ``lost``, ``error``,
+        ``stuck``, ``survives``), each goes on with it, as :meth:`release_request` says.
+
+        Example::
+
+            gate.release(1, outcome="lost")   # the oldest: its effect happens, its answer is lost
+        """
+        if outcome is None:
+            return self._channel.release_gate(self.full_name, count)
+        _check_outcome(outcome)
+        released = 0
+        for held in self.holding:
+            if count is not None and released >= count:
+                break
+            released += self._release_one(held.id, outcome)
+        return released
+
+    def release_request(self, request: int | HeldRequestInfo, outcome: str | None = None) -> None:
+        """Let one held request (an item of :attr:`holding`, or its ``id``) go on, whatever
+        its place in the queue, optionally with an ``outcome``:
+
+        - ``lost``: the effect happens, then the connection closes before the answer;
+        - ``error``: a 503 in the envelope, without the effect (with it, for a request held
+          after it);
+        - ``stuck``: the transition a pause, resume, fork or sandbox ``DELETE`` starts never
+          finishes;
+        - ``survives``: a process ``DELETE`` ends nothing (``tree_exited: false``).
+
+        :class:`~pytest_createos.channel.ControlError` if it is not held (any more), or
+        cannot take that outcome.
+
+        Example::
+
+            delete = next(r for r in gate.holding if r.method == "DELETE")
+            gate.release_request(delete, outcome="lost")
+        """
+        number = request.id if isinstance(request, HeldRequestInfo) else request
+        if outcome is not None:
+            _check_outcome(outcome)
+        self._channel.release_held(self.full_name, number, outcome)
+
+    def _release_one(self, number: int, outcome: str) -> bool:
+        """Release one held request; ``False`` if it left meanwhile (its client gave up)."""
+        try:
+            self._channel.release_held(self.full_name, number, outcome)
+        except ControlError:
+            if any(held.id == number for held in self.holding):
+                raise  # still held: refused for a reason of its own (the outcome)
+            return False
+        return True
 
     def open(self) -> int:
         """Release everything held and stop holding."""
-        return self._channel.release_gate(self.name, None, open_gate=True)
+        return self._channel.release_gate(self.full_name, None, open_gate=True)
 
     def __repr__(self) -> str:
         return f"GateHandle({self.name!r})"
+
+
+def _check_outcome(outcome: str) -> None:
+    if outcome not in OUTCOMES:
+        raise ValueError(
+            f"outcome {outcome!r} is not one of {', '.join(OUTCOMES)}"
+            f"{did_you_mean(outcome, OUTCOMES)} (None: the request goes on as usual)"
+        )
+
+
+class UnknownGateError(KeyError):
+    """``faults.gates[name]`` for a name none of the test's rules gave a gate."""
+
+    def __str__(self) -> str:  # KeyError's own would show the message quoted, as a key
+        return str(self.args[0])
+
+
+class TestGates(dict[str, GateHandle]):
+    """A test's gates by name (:attr:`TenantFaults.gates`); an unknown name says which gates
+    exist."""
+
+    __test__ = False  # not a pytest test class, whatever its name says
+
+    def __missing__(self, name: str) -> GateHandle:
+        known = ", ".join(map(repr, self)) or "none (add one with faults.gate(...))"
+        raise UnknownGateError(
+            f"this test has no gate {name!r}{did_you_mean(name, self)}; its gates: {known}"
+        )
 
 
 class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
@@ -154,10 +293,10 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
         return {"action": {**action, "name": self._prefix + name}}
 
     def _gate_for(self, name: str) -> GateHandle:
-        return GateHandle(self._channel, self._prefix + name)
+        return GateHandle(self._channel, name, prefix=self._prefix)
 
     @property
-    def gates(self) -> dict[str, GateHandle]:
+    def gates(self) -> TestGates:
         """This test's gates by the names its rules gave them, however they were added: by
         :meth:`gate`, :meth:`add` or the marker's ``faults``.
 
@@ -171,10 +310,10 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
                 gate.wait_held(1)
         """
         names = (rule["action"]["name"] for rule in self.rules if rule["action"]["type"] == "gate")
-        return {
-            name.removeprefix(self._prefix): GateHandle(self._channel, name)
-            for name in sorted(names)
-        }
+        return TestGates(
+            (name, GateHandle(self._channel, name, prefix=self._prefix))
+            for name in sorted(n.removeprefix(self._prefix) for n in names)
+        )
 
     @property
     def rules(self) -> list[dict[str, Any]]:
@@ -182,6 +321,22 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
         return [r for r in self._channel.rules() if r["match"].get("tenant") == self.tenant_id]
 
     def remove(self, rule_id: str) -> None:
+        """Remove one of this test's rules (its gate opens once no rule uses it).
+
+        :class:`~pytest_createos.channel.ControlError` saying ``fault rule not found`` (as the
+        control API answers) for an id none of this test's rules has.
+
+        Example::
+
+            rule = createos_server.faults.error(503, route="GET /v1/whoami")
+            createos_server.faults.remove(rule["id"])
+        """
+        ids = [rule["id"] for rule in self.rules]
+        if rule_id not in ids:
+            raise ControlError(
+                f"{RULE_NOT_FOUND}: {rule_id!r}; this test's rules: "
+                + (", ".join(map(repr, ids)) or "none")
+            )
         self._channel.remove_rule(rule_id)
 
     # -- state faults --------------------------------------------------------------------------
@@ -290,7 +445,8 @@ class CreateosServer:
 
     Attributes: ``url`` (base URL for clients), ``api_key`` (the test's own tenant), ``tenant_id``,
     ``seed`` (this test's seed), ``faults``, ``journal``, ``clock``; :attr:`state` lists the
-    tenant's sandboxes.
+    tenant's sandboxes. :meth:`register_command` and :meth:`register_responder` give the
+    sandboxes' shell commands and outside hosts for this test.
     """
 
     def __init__(
@@ -310,6 +466,8 @@ class CreateosServer:
         self.faults = TenantFaults(channel, tenant_id, gate_prefix)
         self.journal = TenantJournal(channel, tenant_id)
         self.clock = TenantClock(channel)
+        #: What undoes each registration, in the order they were made.
+        self._registrations: list[Callable[[], None]] = []
 
     @property
     def state(self) -> list[dict[str, Any]]:
@@ -320,6 +478,59 @@ class CreateosServer:
         """Sandboxes still alive (what the leak check reports)."""
         return [s for s in self.state if s["status"] in ALIVE]
 
+    def register_command(self, name: str, handler: CommandHandler) -> None:
+        """Add a command to the shell of every sandbox, for this test: ``handler(ctx, args)``,
+        sync or async, gets a :class:`~fake_server.registered_commands.CommandContext`
+        (``ctx.fs``, ``ctx.cwd``, ``ctx.env``, ``ctx.stdin``, ``ctx.stdout.write(bytes)``,
+        ``ctx.sleep``) and returns the exit status. It shadows a command or builtin of that
+        name (not a keyword, nor ``bash``, ``eval``...: see
+        :data:`~fake_server.registered_commands.UNSHADOWED`).
+
+        Gone when the test ends: a command the fake had under that name before (registered by
+        a session fixture, say) comes back. The fake serves one test at a time (one per xdist
+        worker), so no other test ever sees it. Needs the fake in this process: with
+        ``--createos-url`` it raises :class:`~pytest_createos.channel.ControlError` (the
+        control API cannot take Python code).
+
+        Example::
+
+            async def python3(ctx, args):
+                ctx.stdout.write(b"Python 3.12.0\n")
+                return 0
+
+            createos_server.register_command("python3", python3)
+            # exec `python3 --version` in a sandbox: exit 0, "Python 3.12.0"
+        """
+        self._registrations.append(self.channel.register_command(name, handler))
+
+    def register_responder(self, host: str, responder: Responder) -> None:
+        """Answer ``curl`` and ``wget`` in this test's sandboxes for ``host``
+        (``"api.example.com"``, ``"api.example.com:8443"`` or ``"*.example.com"``): the
+        ``responder`` gets a :class:`~fake_server.network.SimulatedRequest` and returns a
+        :class:`~fake_server.network.SimulatedResponse` (sync or async). The sandbox's egress
+        rules still decide whether a request may leave; nothing reaches the real network.
+
+        Gone when the test ends, as :meth:`register_command` is (and needs the fake in this
+        process, as it does).
+
+        Example::
+
+            from fake_server import SimulatedResponse
+
+            createos_server.register_responder(
+                "api.example.com", lambda request: SimulatedResponse(200, '{"ok": true}')
+            )
+            # exec `curl -s https://api.example.com/health` in a sandbox: {"ok": true}
+        """
+        self._registrations.append(self.channel.register_responder(host, responder))
+
+    def unregister_all(self) -> None:
+        """Undo this test's :meth:`register_command` and :meth:`register_responder` calls,
+        latest first (what each replaced comes back). The fixtures call it when the test
+        ends."""
+        while self._registrations:
+            self._registrations.pop()()
+
     def report(self, last: int = 30) -> str:
         """What a failing test's report shows: seed, rules, gates, last journal entries."""
         rules = self.faults.rules
@@ -329,10 +540,10 @@ class CreateosServer:
             f"  {r['id']}: {r['match']} -> {r['action']} (fired {r['fired']}/{r['seen']})"
             for r in rules
         ]
-        gates = [r["action"]["name"] for r in rules if r["action"]["type"] == "gate"]
-        for name in gates:
-            gate = self.channel.gate(name)
-            lines.append(f"gate {name}: held {gate['held']}, passed {gate['passed']}")
+        for name, gate in self.faults.gates.items():
+            state = self.channel.gate(gate.full_name)
+            lines.append(f"gate {name}: held {state['held']}, passed {state['passed']}")
+            lines += [f"  {HeldRequestInfo.from_json(held)}" for held in state["holding"]]
         lines.append(f"last {last} journal entries:")
         lines.append(self.journal.format(last) or "  (none)")
         return "\n".join(lines)

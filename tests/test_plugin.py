@@ -66,6 +66,52 @@ def test_leaked_sandboxes_fail_at_teardown_naming_them(project: pytest.Pytester)
     warned.stdout.fnmatch_lines(["*CreateosLeakWarning: *test_leaks left 1 sandbox(es) alive*"])
 
 
+def test_a_leak_warning_points_at_the_test(project: pytest.Pytester) -> None:
+    # It pointed at the plugin's own line, where nothing can be fixed.
+    project.makepyfile(
+        test_leaky="""
+        from helpers import create
+
+
+        def test_leaks(createos_server):
+            create(createos_server)
+        """
+    )
+    warned = project.runpytest("--createos-leak-check=warn", "-W", "default")
+    warned.assert_outcomes(passed=1)
+    warned.stdout.fnmatch_lines(["*test_leaky.py:4: CreateosLeakWarning: *test_leaks left 1*"])
+    assert "plugin.py" not in warned.stdout.str()
+
+
+def test_a_leak_names_the_gates_still_holding_its_requests(project: pytest.Pytester) -> None:
+    # A sandbox left running because its DELETE waits at a gate the test never opened was
+    # reported as "(running)" alone.
+    project.makepyfile(
+        """
+        import threading
+        from helpers import call, create
+
+        def test_held(createos_server):
+            sandbox = create(createos_server)
+            gate = createos_server.faults.gate("release", route="DELETE /v1/sandboxes/{id}")
+            createos_server.faults.gate("unused", route="POST /v1/sandboxes/{id}/resume")
+            threading.Thread(target=call, daemon=True,
+                             args=(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")).start()
+            gate.wait_held(1)
+        """
+    )
+    result = project.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.re_match_lines(
+        [
+            r".*test_held left 1 sandbox\(es\) alive: (sb_\w+) \(running\)\. Gate 'release' "
+            r"still held 1 request\(s\), never let through: DELETE /v1/sandboxes/\1 \(release "
+            r"them, or gate.open\(\), before the test ends\)\. Destroy them in the test, .*"
+        ]
+    )
+    assert "'unused'" not in result.stdout.str()  # a gate that held nothing is no lead
+
+
 def test_a_failed_test_is_not_reported_again_for_what_it_left(project: pytest.Pytester) -> None:
     # It failed, then failed its teardown for the sandbox its cleanup never reached: one
     # problem, reported twice.

@@ -111,7 +111,8 @@ def test_a_markers_gate_is_the_tests_own_and_reachable_by_name(project: pytest.P
         def test_marker_gate(createos_server):
             sandbox = create(createos_server)
             gate = createos_server.faults.gates["release"]
-            assert gate.name == createos_server.tenant_id + ".release"
+            assert gate.full_name == createos_server.tenant_id + ".release"
+            assert gate.name == "release"
             results = []
             worker = threading.Thread(target=lambda: results.append(
                 call(createos_server, "DELETE", f"/v1/sandboxes/{sandbox}")))
@@ -150,7 +151,7 @@ def test_two_tests_gates_of_one_name_are_apart_on_a_shared_fake(
         @pytest.mark.createos(faults=[GATE])
         @pytest.mark.parametrize("n", [1, 2])
         def test_gate(createos_server, n):
-            NAMES.append(createos_server.faults.gates["create"].name)
+            NAMES.append(createos_server.faults.gates["create"].full_name)
             assert [rule["action"]["name"] for rule in createos_server.faults.rules] == [
                 createos_server.tenant_id + ".create"]
 

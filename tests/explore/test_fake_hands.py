@@ -130,7 +130,7 @@ async def test_a_pause_let_go_with_an_outcome(
         handle = server.faults.gate("pause", route="POST /v1/sandboxes/{id}/pause")
         pausing = asyncio.ensure_future(session.post(f"/v1/sandboxes/{sandbox}/pause"))
         await handle.async_wait_held(1)
-        gate = fake.faults.gates[handle.name]
+        gate = fake.faults.gates[handle.full_name]
         assert gate.release_request(gate.holding[0], outcome)
         if answer is None:
             with pytest.raises(aiohttp.ClientConnectionError):
