@@ -170,6 +170,8 @@ class GateHandle:
         if outcome is None:
             return self._channel.release_gate(self.full_name, count)
         _check_outcome(outcome)
+        if count is not None and count < 0:  # as the gate itself refuses it without an outcome
+            raise ValueError("count must not be negative")
         released = 0
         for held in self.holding:
             if count is not None and released >= count:

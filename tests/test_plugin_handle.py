@@ -142,6 +142,8 @@ def test_a_wrong_outcome_names_the_outcomes(handle: CreateosServer) -> None:
         r"\(did you mean 'lost'\?\)",
     ):
         gate.release(outcome="lots")
+    with pytest.raises(ValueError, match="count must not be negative"):
+        gate.release(-1, outcome="lost")
     with pytest.raises(ControlError):  # nothing is held under that id
         gate.release_request(99, outcome="lost")
 
