@@ -300,7 +300,8 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
     @property
     def gates(self) -> TestGates:
         """This test's gates by the names its rules gave them, however they were added: by
-        :meth:`gate`, :meth:`add` or the marker's ``faults``.
+        :meth:`gate`, :meth:`add` or the marker's ``faults``. A name none of them gave raises
+        :class:`UnknownGateError` (a ``KeyError``) listing the gates there are.
 
         Example::
 
@@ -311,11 +312,14 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
                 ...
                 gate.wait_held(1)
         """
-        names = (rule["action"]["name"] for rule in self.rules if rule["action"]["type"] == "gate")
-        return TestGates(
-            (name, GateHandle(self._channel, name, prefix=self._prefix))
-            for name in sorted(n.removeprefix(self._prefix) for n in names)
-        )
+        names = {rule["action"]["name"] for rule in self.rules if rule["action"]["type"] == "gate"}
+        gates = TestGates()
+        for full in sorted(names, key=lambda name: name.removeprefix(self._prefix)):
+            name = full.removeprefix(self._prefix)
+            # A rule of this tenant's added without the handle (the control API) may name a
+            # gate without the prefix: its handle must still reach that very gate.
+            gates[name] = GateHandle(self._channel, name, prefix=full[: len(full) - len(name)])
+        return gates
 
     @property
     def rules(self) -> list[dict[str, Any]]:

@@ -191,3 +191,12 @@ def test_a_shortcuts_wrong_keyword_names_the_shortcuts_own(handle: CreateosServe
     ):
         handle.faults.gate("g", rout=DELETE)
     assert handle.faults.rules == []
+
+
+def test_a_gate_added_without_the_handle_keeps_its_own_name(handle: CreateosServer) -> None:
+    # A rule of the test's tenant added through the control API names its gate as it likes.
+    handle.channel.add_rules(
+        [{"match": {"tenant": handle.tenant_id}, "action": {"type": "gate", "name": "raw"}}]
+    )
+    gate = handle.faults.gates["raw"]
+    assert (gate.name, gate.full_name, gate.held) == ("raw", "raw", 0)
