@@ -46,7 +46,13 @@ if TYPE_CHECKING:  # what the names are; they are imported on first use (see fak
         RealizedWorkspace,
         validate_config,
     )
-    from pytest_createos.server import BlockingCallError, CreateosServer, GateHandle
+    from pytest_createos.server import (
+        BlockingCallError,
+        CreateosServer,
+        GateHandle,
+        HeldRequestInfo,
+        UnknownGateError,
+    )
 
 __all__ = [
     "CLEANUP_PENDING_MESSAGE",
@@ -65,6 +71,7 @@ __all__ = [
     "ExecuteResult",
     "GateHandle",
     "GateTimeout",
+    "HeldRequestInfo",
     "Host",
     "HostConformance",
     "JournalAssertionError",
@@ -79,6 +86,7 @@ __all__ = [
     "RealizedWorkspace",
     "SubprocessHost",
     "SubprocessProvider",
+    "UnknownGateError",
     "is_cleanup_pending",
     "validate_config",
 ]
@@ -118,5 +126,7 @@ __getattr__, __dir__ = lazy_exports(
         "BlockingCallError": "pytest_createos.server",
         "CreateosServer": "pytest_createos.server",
         "GateHandle": "pytest_createos.server",
+        "HeldRequestInfo": "pytest_createos.server",
+        "UnknownGateError": "pytest_createos.server",
     },
 )

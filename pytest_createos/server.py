@@ -35,8 +35,8 @@ __all__ = [
     "HeldRequestInfo",
     "TenantClock",
     "TenantFaults",
+    "TenantGates",
     "TenantJournal",
-    "TestGates",
     "UnknownGateError",
 ]
 
@@ -236,11 +236,9 @@ class UnknownGateError(KeyError):
         return str(self.args[0])
 
 
-class TestGates(dict[str, GateHandle]):
+class TenantGates(dict[str, GateHandle]):
     """A test's gates by name (:attr:`TenantFaults.gates`); an unknown name says which gates
     exist."""
-
-    __test__ = False  # not a pytest test class, whatever its name says
 
     def __missing__(self, name: str) -> GateHandle:
         known = ", ".join(map(repr, self)) or "none (add one with faults.gate(...))"
@@ -298,7 +296,7 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
         return GateHandle(self._channel, name, prefix=self._prefix)
 
     @property
-    def gates(self) -> TestGates:
+    def gates(self) -> TenantGates:
         """This test's gates by the names its rules gave them, however they were added: by
         :meth:`gate`, :meth:`add` or the marker's ``faults``. A name none of them gave raises
         :class:`UnknownGateError` (a ``KeyError``) listing the gates there are.
@@ -313,7 +311,7 @@ class TenantFaults(RuleShortcuts[dict[str, Any], GateHandle]):
                 gate.wait_held(1)
         """
         names = {rule["action"]["name"] for rule in self.rules if rule["action"]["type"] == "gate"}
-        gates = TestGates()
+        gates = TenantGates()
         for full in sorted(names, key=lambda name: name.removeprefix(self._prefix)):
             name = full.removeprefix(self._prefix)
             # A rule of this tenant's added without the handle (the control API) may name a
