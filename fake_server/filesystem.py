@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import logging
 import posixpath
 import weakref
 from collections import OrderedDict
@@ -23,6 +24,8 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import bashkit
+
+log = logging.getLogger("fake_server")
 
 __all__ = [
     "DEFAULT_DIRS",
@@ -179,6 +182,7 @@ class FileSystem:
         "_max_total_bytes",
         "_native",
         "_pins",
+        "_stuck",
     )
 
     def __init__(
@@ -198,6 +202,8 @@ class FileSystem:
         #: devices either, and a ``/dev`` in it is data like any other directory.
         self._bare = not image
         self._pins = 0
+        #: Packing this tree failed once: it stays live as it is (see `_LiveTrees.touch`).
+        self._stuck = False
 
     @property
     def native(self) -> bashkit.FileSystem:
@@ -207,7 +213,7 @@ class FileSystem:
             self._native = _thaw(self._cold or [], bare=self._bare)
             self._cold = None
         _LIVE.touch(self)
-        return self._native
+        return _rooted(self._native)
 
     def pin(self) -> None:
         """Keep the tree live while an interpreter has it mounted (``unpin`` when done)."""
@@ -225,7 +231,7 @@ class FileSystem:
         """Turn an idle live tree back into plain data; False if it is in use."""
         if self._native is None or self._pins:
             return self._native is None
-        self._cold = _nodes(self._native, bare=self._bare)
+        self._cold = _nodes(_rooted(self._native), bare=self._bare)
         self._native = None
         return True
 
@@ -471,10 +477,20 @@ class FileSystem:
             image=not self._bare,
         )
         if self._native is not None:
-            copy._cold = _nodes(self._native, bare=self._bare)
+            copy._cold = _nodes(self.native, bare=self._bare)
         else:
             copy._cold = self._cold
         return copy
+
+
+def _rooted(tree: bashkit.FileSystem) -> bashkit.FileSystem:
+    """``tree`` with a root again if a command removed it: ``rm -rf --no-preserve-root /`` or
+    ``find / -delete`` take bashkit's root itself, where Linux's root is only ever emptied.
+    A root-less tree reads as an empty root, and what comes next (a command, a pack, a fork)
+    finds one. One ``exists`` call (half a microsecond) on every use of the tree."""
+    if not tree.exists("/"):
+        tree.mkdir("/")
+    return tree
 
 
 class _Node(NamedTuple):
@@ -512,8 +528,12 @@ _PRESET = frozenset({"/dev", "/home", "/tmp"})
 
 def _thaw(nodes: list[_Node], *, bare: bool = False) -> bashkit.FileSystem:
     tree = bashkit.FileSystem()
-    if bare:  # a new bashkit tree comes with /dev, /home and /tmp
-        for entry in tree.read_dir("/"):
+    # A new bashkit tree comes with /dev, /home and /tmp: a bare tree keeps none of them, any
+    # other its /dev (the devices) and /home and /tmp only if they were packed (a command may
+    # have removed them).
+    kept = set() if bare else {"dev", *(n.path[1:] for n in nodes if n.path.count("/") == 1)}
+    for entry in tree.read_dir("/"):
+        if entry["name"] not in kept:
             tree.remove("/" + entry["name"], recursive=True)
     for node in nodes:
         if node.kind == "directory":
@@ -547,8 +567,23 @@ class _LiveTrees:
         if len(self._order) > LIVE_TREES:
             for old_key, ref in list(self._order.items())[: len(self._order) - LIVE_TREES]:
                 tree = ref()
-                if tree is None or tree._freeze():
+                if tree is None or self._pack(tree):
                     self._order.pop(old_key, None)
+
+    @staticmethod
+    def _pack(tree: FileSystem) -> bool:
+        """Freeze ``tree`` if it is idle, best effort: this runs in whichever request made
+        another tree live, so a tree that cannot be packed must not fail that request (another
+        sandbox's, another tenant's). It stays live as it is, is logged once and never tried
+        again; only its own sandbox's requests can meet what is wrong with it."""
+        if tree._stuck:
+            return False
+        try:
+            return tree._freeze()
+        except Exception:
+            tree._stuck = True
+            log.exception("fake-createos: a sandbox's tree could not be packed; it stays live")
+            return False
 
     def _forget(self, key: int, _: object) -> None:
         self._order.pop(key, None)

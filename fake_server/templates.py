@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from fake_server.image_config import ImageConfig
 from fake_server.lifecycle import Durations
 from fake_server.shell import BASE_ENV, Invocation, Shell
 from fake_server.tenants import Tenant
+
+log = logging.getLogger("fake_server")
 
 __all__ = [
     "BASE_IMAGE_BYTES",
@@ -279,16 +282,21 @@ class TemplateService:
         try:
             steps = dockerfile.parse(template.dockerfile)
             built = await self._run_steps(template, steps)
+            size = None if built is None else BASE_IMAGE_BYTES + built[0].total_bytes
         except (DockerfileError, FsError) as exc:
+            built, size = None, None
             say(self.clock.wall(), "error", f"error: {exc}")
-            template.end(TemplateStatus.FAILED, self.clock.wall())
-            return
-        if built is None:
+        except Exception as exc:
+            # A fault of the fake's, not of the Dockerfile: the build still ends (its followers
+            # with it) and says why, rather than stay `building` under a task nobody awaits.
+            log.exception("fake-createos: template %s: the build failed in the fake", template.id)
+            built, size = None, None
+            say(self.clock.wall(), "error", f"error: internal error in the fake: {exc!r}")
+        if built is None or size is None:
             template.end(TemplateStatus.FAILED, self.clock.wall())
             return
         files, template.image = built
         template.files = files
-        size = BASE_IMAGE_BYTES + files.total_bytes
         template.ext4_size_bytes = -(-size // _MIB) * _MIB
         say(self.clock.wall(), "info", f"template {template.id} ready")
         template.end(TemplateStatus.READY, self.clock.wall())
