@@ -39,6 +39,7 @@ __all__ = [
     "Mount",
     "live_trees",
     "locate",
+    "native_error",
     "programs",
 ]
 
@@ -116,6 +117,7 @@ ERRNO_MESSAGES: dict[str, str] = {
     "EINVAL": "Invalid argument",
     "ENOTEMPTY": "Directory not empty",
     "ENAMETOOLONG": "File name too long",
+    "EROFS": "Read-only file system",
 }
 
 #: How bashkit words its I/O errors, and the errno each means (first match wins).
@@ -130,6 +132,7 @@ _NATIVE_ERRORS: tuple[tuple[str, str], ...] = (
     ("filesystem full", "EFBIG"),
     ("too deep", "ENAMETOOLONG"),
     ("too long", "ENAMETOOLONG"),
+    ("read-only", "EROFS"),
 )
 
 
@@ -150,7 +153,13 @@ class FsError(Exception):
         self.path = path
 
 
-def _native_error(exc: Exception, path: str) -> FsError:
+def native_error(exc: Exception, path: str) -> FsError:
+    """The :class:`FsError` a bashkit I/O error means (``EINVAL`` when its words are unknown).
+
+    Example:
+        >>> str(native_error(RuntimeError("io error: filesystem is read-only"), "/bin/cat"))
+        'Read-only file system'
+    """
     text = str(exc)
     for needle, errno_name in _NATIVE_ERRORS:
         if needle in text:
@@ -310,7 +319,7 @@ class FileSystem:
         try:
             return self.native.read_file(path)
         except RuntimeError as exc:
-            raise _native_error(exc, path) from None
+            raise native_error(exc, path) from None
 
     def listdir(self, path: str) -> list[str]:
         """Return the sorted names of the entries directly inside directory ``path``.
@@ -323,7 +332,7 @@ class FileSystem:
         try:
             return sorted(entry["name"] for entry in self.native.read_dir(path))
         except RuntimeError as exc:
-            raise _native_error(exc, path) from None
+            raise native_error(exc, path) from None
 
     # -- changes ------------------------------------------------------------------------------
 
@@ -358,7 +367,7 @@ class FileSystem:
             else:
                 self.native.write_file(path, data)
         except RuntimeError as exc:
-            raise _native_error(exc, path) from None
+            raise native_error(exc, path) from None
 
     def mkdir(self, path: str, *, parents: bool = False) -> None:
         """Create the directory ``path``; ``parents`` acts like ``mkdir -p``.
@@ -381,7 +390,7 @@ class FileSystem:
         try:
             self.native.mkdir(path)
         except RuntimeError as exc:
-            raise _native_error(exc, path) from None
+            raise native_error(exc, path) from None
 
     def remove(self, path: str, *, recursive: bool = False, force: bool = False) -> None:
         """Delete the file or directory tree at ``path`` (like ``rm``, ``-r``, ``-f``).
@@ -439,7 +448,7 @@ class FileSystem:
         try:
             self.native.rename(src, dst)
         except RuntimeError as exc:
-            raise _native_error(exc, src) from None
+            raise native_error(exc, src) from None
 
     def _prepare_parent(self, path: str, *, create: bool) -> None:
         """Make sure ``path``'s parent is a directory, as the kernel checks it: a file on the
@@ -459,7 +468,7 @@ class FileSystem:
             try:
                 self.native.mkdir(parent)
             except RuntimeError as exc:
-                raise _native_error(exc, parent) from None
+                raise native_error(exc, parent) from None
 
     def clone(self) -> FileSystem:
         """Return an independent copy (for forks): every directory, file and mode.

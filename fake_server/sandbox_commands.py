@@ -6,6 +6,7 @@ world rather than the host's or the interpreter's:
   child interpreter: :mod:`fake_server.child_commands`);
 * ``stty``, ``tput``, ``uname`` and ``id`` describe the sandbox's terminal and image;
 * ``realpath`` follows the sandbox's symbolic links as GNU's does (the interpreter's does not);
+* ``rm`` refuses ``rm -rf /`` and ``.``/``..`` as GNU's does (the interpreter's removed the root);
 * ``curl`` and ``wget`` reach only responders a test registered (:mod:`fake_server.network`);
 * ``__fake_*`` helpers give ``read``, ``cat`` and the other stdin readers a managed process's
   live stdin and feed an ``/exec``'s stdin (the shell's prelude calls them; scripts never need to);
@@ -36,6 +37,7 @@ from fake_server.date_command import run_date
 from fake_server.live_introspection import Introspection
 from fake_server.ordered_writes import OrderedWrites
 from fake_server.realpath_command import run_realpath
+from fake_server.rm_command import run_rm
 from fake_server.shell import reads_commands
 from fake_server.stdin_readers import reads_stdin
 from fake_server.streams import StdinReader
@@ -169,6 +171,7 @@ class SandboxCommands:
             "sleep": self._sleep,
             "date": self._date,
             "realpath": self._realpath,
+            "rm": self._rm,
             "uname": self._uname,
             "id": _id,
             "stty": self._stty,
@@ -251,6 +254,11 @@ class SandboxCommands:
         # A coroutine, though it never waits: a plain builtin that reads the filesystem (any
         # tree) breaks bashkit 0.20.1's callbacks now and then ("cannot enter context").
         status, out, err = run_realpath(list(ctx.argv), ctx.cwd, ctx.fs)
+        return bashkit.BuiltinResult(stdout=out, stderr=err, exit_code=status)
+
+    async def _rm(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:
+        # A coroutine for the same reason as realpath's.
+        status, out, err = run_rm(list(ctx.argv), ctx.cwd, ctx.stdin, ctx.fs)
         return bashkit.BuiltinResult(stdout=out, stderr=err, exit_code=status)
 
     def _stty(self, ctx: bashkit.BuiltinContext) -> bashkit.BuiltinResult:

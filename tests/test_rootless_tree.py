@@ -20,7 +20,7 @@ import pytest
 from fake_server import FakeCreateOS, filesystem
 from fake_server.filesystem import FileSystem
 from tests.conftest import Client, ClientFactory, create_sandbox, data_of, eventually
-from tests.test_templates import create_template, finished, on_manual_clock
+from tests.test_templates import create_template, on_manual_clock
 
 #: Empties the root as Linux's would be emptied (GNU rm refuses a plain ``rm -rf /``).
 WIPE = "rm -rf --no-preserve-root /"
@@ -114,10 +114,9 @@ async def test_a_wiped_sandbox_breaks_no_other_tenant(
     fake: FakeCreateOS, client: Client, aiohttp_client: ClientFactory
 ) -> None:
     attacker = (await create_sandbox(client))["id"]
-    wiped = await run(client, attacker, f"{WIPE}; echo status=$?; ls -A /; echo hi $((6 * 7))")
-    assert wiped["exit_code"] == 0, wiped
-    assert wiped["stdout"].startswith("status=0\n")
-    assert wiped["stdout"].endswith("hi 42\n")
+    wiped = await run(client, attacker, f"{WIPE} 2>/dev/null; echo $?; ls -A /; echo hi $((6 * 7))")
+    # What stays: the image's programs, mounted read-only (rm could not remove them: status 1).
+    assert wiped["stdout"] == "1\nbin\nusr\nhi 42\n"
     other = await aiohttp_client(fake.app(), headers={"X-Api-Key": fake.create_tenant()})
     for n in range(8):  # the attacker's tree is packed early on, then others after it
         sandbox = (await create_sandbox(other))["id"]
@@ -125,7 +124,7 @@ async def test_a_wiped_sandbox_breaks_no_other_tenant(
     assert not fake.tenants.known["skp_test_owner"].sandboxes[attacker].fs.live
     # The wiped sandbox thaws as an empty root, and runs the next command.
     again = await run(client, attacker, "echo back > /f; cat /f; ls /")
-    assert again["stdout"] == "back\nbin\ndev\nf\n"  # /bin: the programs, mounted
+    assert again["stdout"] == "back\nbin\ndev\nf\nusr\n"
 
 
 async def test_a_paused_wiped_sandbox_forks(client: Client) -> None:
@@ -138,23 +137,29 @@ async def test_a_paused_wiped_sandbox_forks(client: Client) -> None:
     assert (await run(client, child, "echo child; ls /tmp"))["stdout"] == "child\n"
 
 
-async def test_a_template_that_wipes_its_root_builds_and_starts_sandboxes(
-    aiohttp_client: ClientFactory,
+@pytest.mark.parametrize(
+    ("step", "status"), [("rm -rf /", "failed"), (f"{WIPE} 2>/dev/null || true", "ready")]
+)
+async def test_a_template_that_wipes_its_root_ends_and_starts_sandboxes(
+    aiohttp_client: ClientFactory, step: str, status: str
 ) -> None:
     fake, clock, client = await on_manual_clock(aiohttp_client, create_ms=1000)
-    template = await create_template(client, dockerfile=f"FROM devbox:1\nRUN {WIPE}")
+    template = await create_template(client, dockerfile=f"FROM devbox:1\nRUN {step}")
     following = asyncio.ensure_future(
         client.get(f"/v1/templates/{template['id']}/logs?follow=true")
     )
     clock.advance(1)
     frames = await log_frames(following)
-    assert frames[-1] == {"final": True, "status": "ready", "attempt": 1}
-    assert (await finished(client, fake, template["id"]))["status"] == "ready"
+    assert frames[-1] == {"final": True, "status": status, "attempt": 1}
+    if status == "failed":  # GNU rm's failsafe: the step exits 1
+        assert frames[-3]["line"] == "rm: use --no-preserve-root to override this failsafe"
+        assert frames[-2]["line"].endswith("returned a non-zero code: 1")
+        return
     sandbox = (await create_sandbox(client, rootfs=template["id"]))["id"]
     clock.advance(1)  # created as long as a create takes
     tenant = next(iter(fake.tenants))
     await eventually(lambda: tenant.sandboxes[sandbox].status.value == "running")
-    assert (await run(client, sandbox, "echo up"))["stdout"] == "up\n"
+    assert (await run(client, sandbox, "echo up; ls /"))["stdout"] == "up\nbin\ndev\nusr\n"
 
 
 async def test_a_template_whose_build_breaks_in_the_fake_fails_and_says_why(
@@ -177,3 +182,13 @@ async def test_a_template_whose_build_breaks_in_the_fake_fails_and_says_why(
     assert "internal error in the fake" in frames[-2]["line"]
     assert "io error: not found" in frames[-2]["line"]
     await eventually(lambda: not fake.templates._builds)
+
+
+async def test_rm_rf_root_is_refused_as_gnu_rm_refuses_it(client: Client) -> None:
+    sandbox = (await create_sandbox(client))["id"]
+    result = await run(client, sandbox, "rm -rf /; echo status=$?; ls /etc/os-release")
+    assert result["stderr"] == (
+        "rm: it is dangerous to operate recursively on '/'\n"
+        "rm: use --no-preserve-root to override this failsafe\n"
+    )
+    assert result["stdout"] == "status=1\n/etc/os-release\n"
