@@ -28,14 +28,22 @@ from __future__ import annotations
 
 import os
 
-# bashkit runs scripts on threads with the platform's default 2 MiB stack, where a script that
-# evals itself or runs itself by path overflows it (a crash of the whole process) after ~30-50
-# levels. With 1 GiB of (reserved, not committed) stack the interpreter's own limits end such a
-# recursion first. Rust reads this once, when its first thread starts: before any run.
-_STACK_VARIABLE = "RUST_MIN_STACK"
-_STACK_SET_HERE = _STACK_VARIABLE not in os.environ
-if _STACK_SET_HERE:
-    os.environ[_STACK_VARIABLE] = str(1 << 30)
+#: Threads of the pool that runs every interpreter's script (bashkit's tokio runtime, which has
+#: one per CPU core unless told otherwise). A builtin that computes without end holds its thread
+#: until the command's deadline and ignores a stop (bashkit 0.20.1's ``jq``: see docs/shell.md),
+#: so one thread per core let that many runaway commands of one tenant hold up every command of
+#: every tenant. An idle thread only waits; busy ones share the cores.
+WORKER_THREADS = max(64, 4 * (os.cpu_count() or 1))
+#: What the interpreter's runtime reads from the environment once, when the first run starts its
+#: threads; each is set here unless the user set it. The stack: bashkit runs scripts on threads
+#: with the platform's default 2 MiB stack, where a script that evals itself or runs itself by
+#: path overflows it (a crash of the whole process) after ~30-50 levels; with 1 GiB of
+#: (reserved, not committed) stack the interpreter's own limits end such a recursion first.
+_RUNTIME_SETTINGS = {"RUST_MIN_STACK": str(1 << 30), "TOKIO_WORKER_THREADS": str(WORKER_THREADS)}
+#: Those set here, taken back once the first run has started the runtime (see Shell.execute).
+_SET_HERE = [name for name in _RUNTIME_SETTINGS if name not in os.environ]
+for _name in _SET_HERE:
+    os.environ[_name] = _RUNTIME_SETTINGS[_name]
 
 import asyncio  # noqa: E402
 import dataclasses  # noqa: E402
@@ -349,7 +357,6 @@ class Shell:
     ) -> int:
         """Run ``script`` in the interpreter, streaming its output (to the invocation's sinks
         unless told otherwise); stops it if we are cancelled."""
-        global _STACK_SET_HERE
         run.interpreters.add(interpreter)
         out = _MeteredSink("stdout", stdout or run.stdout_sink)
         err = _MeteredSink("stderr", stderr or run.stderr_sink)
@@ -373,10 +380,9 @@ class Shell:
             raise
         finally:
             run.interpreters.discard(interpreter)
-            if _STACK_SET_HERE:
-                # The first run started the interpreter's threads; they keep the stack size.
-                os.environ.pop(_STACK_VARIABLE, None)
-                _STACK_SET_HERE = False
+            # The first run started the interpreter's runtime; its threads keep the settings.
+            while _SET_HERE:
+                os.environ.pop(_SET_HERE.pop(), None)
         # With sinks, output streams as it is made; what the result still holds is what never
         # streamed: the interpreter's own refusal (a limit, a cancellation).
         await _report_dropped_output(out, err)
