@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import bashkit
 
+from fake_server.clock import RealClock
 from fake_server.sandbox_commands import LIVE_STDIN_FLAG, parse_interval, pump_pipe, usage_error
 from fake_server.streams import StdinReader
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["SETSID_USAGE", "TIMEOUT_STATUS", "setsid", "timeout"]
 
 TIMEOUT_STATUS = 124
+#: How long past its duration a ``timeout`` child on a real clock may still run: its deadline.
+DEADLINE_GRACE_S = 0.5
 _SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
 #: The util-linux of Ubuntu 24.04, the image's.
 _SETSID_VERSION = "setsid from util-linux 2.39.3\n"
@@ -77,7 +80,14 @@ async def timeout(commands: SandboxCommands, ctx: bashkit.CommandContext) -> int
     duration = parse_interval(args[0])
     if duration is None:
         return await _usage(ctx, "timeout", f"invalid time interval '{args[0]}'", 125)
-    async with _child(commands, ctx, "timeout", args[1], shlex.join(args[1:])) as command:
+    deadline = None
+    if duration > 0 and isinstance(commands.shell.clock, RealClock):
+        # A stop reaches the child only between its commands, and a builtin that computes
+        # without end (jq's `last(range(1e12))`) checks only its deadline: one a little later
+        # than the timer, which ends the child first whenever the stop does reach it.
+        deadline = duration + DEADLINE_GRACE_S
+    script = shlex.join(args[1:])
+    async with _child(commands, ctx, "timeout", args[1], script, deadline) as command:
         if command is None:
             return 126
         timer = asyncio.ensure_future(commands.shell.clock.sleep(duration))
@@ -167,10 +177,11 @@ async def _child(
     name: str,
     program: str,
     script: str,
+    max_seconds: float | None = None,
 ) -> AsyncIterator[asyncio.Future[int] | None]:
-    """Run ``script`` (which runs ``program``) in a child interpreter for the command ``name``;
-    yields the future of its status (None, having said why, past the nesting limit). Leaving
-    the block stops the child if it still runs."""
+    """Run ``script`` (which runs ``program``) in a child interpreter for the command ``name``,
+    within ``max_seconds`` when given; yields the future of its status (None, having said why,
+    past the nesting limit). Leaving the block stops the child if it still runs."""
     limit = commands.shell.limits.max_nesting
     if commands.depth + 1 > limit:
         message = f"{name}: cannot run '{program}': more than {limit} nested commands"
@@ -185,7 +196,7 @@ async def _child(
     feeder = None if live else asyncio.ensure_future(pump_pipe(ctx.stdin, stdin))
     run = commands.run
     child = commands.shell.interpreter(
-        run, cwd=ctx.cwd, env=env, depth=commands.depth + 1, stdin=stdin
+        run, cwd=ctx.cwd, env=env, depth=commands.depth + 1, stdin=stdin, max_seconds=max_seconds
     )
     command = asyncio.ensure_future(
         commands.shell.run_script(

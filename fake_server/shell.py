@@ -314,13 +314,18 @@ class Shell:
         env: dict[str, str],
         depth: int,
         stdin: StdinReader | None = None,
+        max_seconds: float | None = None,
     ) -> Interpreter:
         """A fresh interpreter over the run's filesystem, with the fake's commands; ``stdin``
-        is what its script is fed when it is not the run's (a ``timeout`` child's)."""
+        is what its script is fed when it is not the run's (a ``timeout`` child's), and
+        ``max_seconds`` a deadline of each of its runs shorter than the limit's."""
         from fake_server import sandbox_commands
 
         self._interpreted = True
         commands = sandbox_commands.SandboxCommands(self, run, depth, stdin)
+        limit = self.limits.max_seconds
+        if max_seconds is not None and (limit is None or max_seconds < limit):
+            limit = max_seconds
         bash = bashkit.Bash(
             username="root",
             hostname=run.invocation.hostname,
@@ -328,7 +333,7 @@ class Shell:
             env=env,
             max_commands=self.limits.max_commands,
             max_loop_iterations=self.limits.max_commands,
-            timeout_seconds=self.limits.max_seconds,
+            timeout_seconds=limit,
             custom_builtins={
                 name: lazy(builtin) if inspect.iscoroutinefunction(builtin) else builtin
                 for name, builtin in commands.builtins().items()

@@ -9,6 +9,8 @@ tenant — also after their sandbox was deleted or the fake reset — until the 
 Each test starts as many runaways as the machine has cores and, once they compute, runs an
 ``echo`` in another tenant's sandbox: it must be answered before their deadline. That deadline
 is the test's whole cost (a second): nothing can stop them earlier.
+
+``timeout`` does end one: its command runs with a deadline of its own.
 """
 
 from __future__ import annotations
@@ -37,8 +39,6 @@ BUSY_TICKS = 5
 TASKS = Path("/proc/self/task")
 OWNER = {"X-Api-Key": "skp_runaway_owner"}
 VICTIM = {"X-Api-Key": "skp_runaway_victim"}
-
-pytestmark = pytest.mark.skipif(not TASKS.is_dir(), reason="reads threads' CPU time in /proc")
 
 
 def _cpu_ticks() -> dict[str, int]:
@@ -96,6 +96,7 @@ async def _drop_tenant(fake: FakeCreateOS, client: Client, sandbox_id: str) -> N
 Abandon = Callable[[FakeCreateOS, Client, str], Awaitable[None]]
 
 
+@pytest.mark.skipif(not TASKS.is_dir(), reason="reads threads' CPU time in /proc")
 @pytest.mark.parametrize(
     "abandon",
     [_nothing, _delete_sandbox, _drop_tenant],
@@ -121,3 +122,22 @@ async def test_an_exec_is_answered_while_another_tenants_runaways_compute(
     assert answer["result"] == {"stdout": "hi\n", "stderr": "", "exit_code": 0}
     # Before the fix, it was answered only once they had ended.
     assert loop.time() < runaways_end, "answered only once the runaways had ended"
+
+
+async def test_timeout_ends_a_runaway_builtin_soon_after_its_duration(
+    aiohttp_client: ClientFactory,
+) -> None:
+    # Its stop reaches the child only between commands; the child's deadline ends the builtin.
+    limit_s = 3.0
+    fake = FakeCreateOS(ServerConfig(seed=7, transition_ms=0, max_command_seconds=limit_s))
+    client = await aiohttp_client(fake.app())
+    sandbox = await _sandbox(client, OWNER)
+    loop = asyncio.get_running_loop()
+    limit = loop.time() + limit_s
+    body = {"cmd": "/bin/bash", "args": ["-c", f"timeout 0.1 {RUNAWAY}; echo $?"]}
+    answer = await data_of(
+        await client.post(f"/v1/sandboxes/{sandbox}/exec", json=body, headers=OWNER)
+    )
+    assert answer["result"] == {"stdout": "124\n", "stderr": "", "exit_code": 0}
+    # Before, the builtin went on until the command's own limit, and the command ended there.
+    assert loop.time() < limit
