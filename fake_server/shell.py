@@ -32,8 +32,9 @@ import os
 #: one per CPU core unless told otherwise). A builtin that computes without end holds its thread
 #: until the command's deadline and ignores a stop (bashkit 0.20.1's ``jq``: see docs/shell.md),
 #: so one thread per core let that many runaway commands of one tenant hold up every command of
-#: every tenant. An idle thread only waits; busy ones share the cores.
-WORKER_THREADS = max(64, 4 * (os.cpu_count() or 1))
+#: every tenant. An idle thread only waits, its stack address space reserved (1 GiB, below);
+#: busy ones share the cores.
+WORKER_THREADS = 32 + (os.cpu_count() or 1)
 #: What the interpreter's runtime reads from the environment once, when the first run starts its
 #: threads; each is set here unless the user set it. The stack: bashkit runs scripts on threads
 #: with the platform's default 2 MiB stack, where a script that evals itself or runs itself by

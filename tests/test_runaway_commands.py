@@ -29,7 +29,7 @@ from tests.conftest import Client, ClientFactory, data_of, eventually
 
 #: A builtin that computes for ever, never reaching a point where it checks for a stop.
 RUNAWAY = "jq -n 'last(range(1e12))'"
-#: As many runaways as the interpreter's pool used to have threads.
+#: As many runaways as the interpreter's pool used to have threads (it has more now).
 RUNAWAYS = os.cpu_count() or 1
 #: Their deadline: the test's cost, and ample time for an ``echo`` that is not held up.
 DEADLINE_S = 1.0
