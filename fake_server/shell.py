@@ -26,50 +26,30 @@ Example:
 
 from __future__ import annotations
 
-import os
+import asyncio
+import dataclasses
+import functools
+import inspect
+import posixpath
+import re
+import shlex
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-#: Threads of the pool that runs every interpreter's script (bashkit's tokio runtime, which has
-#: one per CPU core unless told otherwise). A builtin that computes without end holds its thread
-#: until the command's deadline and ignores a stop (bashkit 0.20.1's ``jq``: see docs/shell.md),
-#: so one thread per core let that many runaway commands of one tenant hold up every command of
-#: every tenant. An idle thread only waits, its stack address space reserved (1 GiB, below);
-#: busy ones share the cores.
-WORKER_THREADS = 32 + (os.cpu_count() or 1)
-#: What the interpreter's runtime reads from the environment once, when the first run starts its
-#: threads; each is set here unless the user set it. The stack: bashkit runs scripts on threads
-#: with the platform's default 2 MiB stack, where a script that evals itself or runs itself by
-#: path overflows it (a crash of the whole process) after ~30-50 levels; with 1 GiB of
-#: (reserved, not committed) stack the interpreter's own limits end such a recursion first.
-_RUNTIME_SETTINGS = {"RUST_MIN_STACK": str(1 << 30), "TOKIO_WORKER_THREADS": str(WORKER_THREADS)}
-#: Those set here, taken back once the first run has started the runtime (see Shell.execute).
-_SET_HERE = [name for name in _RUNTIME_SETTINGS if name not in os.environ]
-for _name in _SET_HERE:
-    os.environ[_name] = _RUNTIME_SETTINGS[_name]
+import bashkit
 
-import asyncio  # noqa: E402
-import dataclasses  # noqa: E402
-import functools  # noqa: E402
-import inspect  # noqa: E402
-import posixpath  # noqa: E402
-import re  # noqa: E402
-import shlex  # noqa: E402
-from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from typing import Any  # noqa: E402
-
-import bashkit  # noqa: E402
-
-from fake_server import live_input  # noqa: E402
-from fake_server.bash_arguments import BashArguments  # noqa: E402
-from fake_server.callbacks import lazy  # noqa: E402
-from fake_server.clock import Clock  # noqa: E402
-from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs  # noqa: E402
-from fake_server.live_introspection import Introspection  # noqa: E402
-from fake_server.network import Network  # noqa: E402
-from fake_server.registered_commands import CommandRegistry  # noqa: E402
-from fake_server.repl import repl  # noqa: E402
-from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache  # noqa: E402
-from fake_server.streams import BufferSink, OutputSink, StdinReader  # noqa: E402
+from fake_server import interpreter_threads, live_input
+from fake_server.bash_arguments import BashArguments
+from fake_server.callbacks import lazy
+from fake_server.clock import Clock
+from fake_server.filesystem import PROGRAM_DIRS, FileSystem, Mount, programs
+from fake_server.live_introspection import Introspection
+from fake_server.network import Network
+from fake_server.registered_commands import CommandRegistry
+from fake_server.repl import repl
+from fake_server.result_cache import CachedResult, CacheKey, Recorder, ResultCache
+from fake_server.streams import BufferSink, OutputSink, StdinReader
 
 __all__ = [
     "RUN_OUTPUT_LIMIT",
@@ -386,9 +366,7 @@ class Shell:
             raise
         finally:
             run.interpreters.discard(interpreter)
-            # The first run started the interpreter's runtime; its threads keep the settings.
-            while _SET_HERE:
-                os.environ.pop(_SET_HERE.pop(), None)
+            interpreter_threads.runtime_started()  # by the first run
         # With sinks, output streams as it is made; what the result still holds is what never
         # streamed: the interpreter's own refusal (a limit, a cancellation).
         await _report_dropped_output(out, err)
