@@ -14,19 +14,49 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["WORKER_THREADS", "runtime_started"]
+__all__ = ["STACK_BYTES", "WORKER_THREADS", "runtime_started", "worker_threads"]
 
-#: Threads of the runtime (tokio has one per CPU core unless told otherwise). A builtin that
-#: computes without end holds its thread until the command's deadline and ignores a stop
-#: (bashkit 0.20.1's ``jq``: see docs/shell.md), so one thread per core let that many runaway
-#: commands of one tenant hold up every command of every tenant. An idle thread only waits,
-#: with its stack's address space reserved (below); busy ones share the cores.
-WORKER_THREADS = 32 + (os.cpu_count() or 1)
-#: The runtime's settings. The stack: bashkit runs scripts on threads with the platform's
-#: default 2 MiB stack, where a script that evals itself or runs itself by path overflows it (a
-#: crash of the whole process) after ~30-50 levels; with 1 GiB of (reserved, not committed)
-#: stack the interpreter's own limits end such a recursion first.
-_SETTINGS = {"RUST_MIN_STACK": str(1 << 30), "TOKIO_WORKER_THREADS": str(WORKER_THREADS)}
+#: Each thread's stack: bashkit runs scripts on threads with the platform's default 2 MiB
+#: stack, where a script that evals itself or runs itself by path overflows it (a crash of the
+#: whole process) after ~30-50 levels; with 1 GiB of (reserved, not committed) stack the
+#: interpreter's own limits end such a recursion first.
+STACK_BYTES = 1 << 30
+
+
+def worker_threads(cores: int, address_space: int | None) -> int:
+    """How many threads the runtime gets on ``cores`` CPU cores under an address-space limit
+    of ``address_space`` bytes (``None``: none, as without ``ulimit -v``).
+
+    tokio has one per core unless told otherwise. A builtin that computes without end holds
+    its thread until the command's deadline and ignores a stop (bashkit 0.20.1's ``jq``: see
+    docs/shell.md), so one thread per core let that many runaway commands of one tenant hold
+    up every command of every tenant: 32 more. An idle thread only waits, but reserves its
+    stack's address space; under a limit the stacks get at most half of it (a runtime whose
+    threads cannot all start never runs a command: every command of the process would hang).
+
+    Example:
+        >>> worker_threads(2, None), worker_threads(2, 16 << 30), worker_threads(8, 1 << 30)
+        (34, 8, 1)
+    """
+    wanted = 32 + cores
+    if address_space is None:
+        return wanted
+    return max(1, min(wanted, address_space // 2 // STACK_BYTES))
+
+
+def _address_space() -> int | None:
+    try:
+        import resource
+    except ImportError:  # not on this platform (Windows): no such limit
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+#: Threads of the runtime (see :func:`worker_threads`).
+WORKER_THREADS = worker_threads(os.cpu_count() or 1, _address_space())
+#: The runtime's settings.
+_SETTINGS = {"RUST_MIN_STACK": str(STACK_BYTES), "TOKIO_WORKER_THREADS": str(WORKER_THREADS)}
 #: Those set here and not taken back yet.
 _SET_HERE = [name for name in _SETTINGS if name not in os.environ]
 for _name in _SET_HERE:

@@ -141,3 +141,34 @@ async def test_timeout_ends_a_runaway_builtin_soon_after_its_duration(
     assert answer["result"] == {"stdout": "124\n", "stderr": "", "exit_code": 0}
     # Before, the builtin went on until the command's own limit, and the command ended there.
     assert loop.time() < limit
+
+
+#: A command in a fresh process whose address space is limited as by ``ulimit -v``.
+_UNDER_A_LIMIT = """
+import asyncio, resource
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+from tests.test_shell import Harness
+async def main():
+    result = await Harness().sh("echo hi")
+    print(result.status, result.out, end="")
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not TASKS.exists(), reason="address-space limits as on Linux")
+def test_a_command_runs_under_an_address_space_limit() -> None:
+    # 34 threads' 1 GiB stacks did not fit in 16 GiB: the runtime never ran a command, and
+    # every command of the process hung.
+    import subprocess
+    import sys
+
+    script = _UNDER_A_LIMIT.format(limit=16 << 30)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).resolve().parents[1],
+        env={k: v for k, v in os.environ.items() if k != "TOKIO_WORKER_THREADS"},
+    )
+    assert (done.returncode, done.stdout) == (0, "0 hi\n"), done.stderr
