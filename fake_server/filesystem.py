@@ -15,29 +15,21 @@ Example:
 
 from __future__ import annotations
 
-import functools
-import logging
 import posixpath
-import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
 
 import bashkit
 
-log = logging.getLogger("fake_server")
+from fake_server.cold_trees import DEVICE_DIRS, LIVE, Node, pack, rooted, thaw
 
 __all__ = [
     "DEFAULT_DIRS",
-    "FDS_PER_LIVE_TREE",
-    "LIVE_TREES",
     "OS_RELEASE",
     "PROGRAM_DIRS",
     "RESERVED_MOUNTS",
     "FileSystem",
     "FsError",
     "Mount",
-    "live_trees",
     "locate",
     "native_error",
     "programs",
@@ -65,12 +57,10 @@ DEFAULT_DIRS: tuple[str, ...] = (
 #: Directories anyone may create files in, each user deleting only their own (``chmod 1777``).
 _STICKY_DIRS = frozenset({"/tmp", "/var/tmp", "/run/lock"})
 
-#: Device files the interpreter provides in every tree (not the sandbox's data).
-_DEVICE_DIRS = frozenset({"/dev"})
 #: Where every interpreter mounts the shared program directory (see :func:`programs`).
 PROGRAM_DIRS: tuple[str, ...] = ("/bin", "/usr/bin")
 #: Where nothing else may be mounted (a disk there would hide the programs or the devices).
-RESERVED_MOUNTS: tuple[str, ...] = (*PROGRAM_DIRS, *sorted(_DEVICE_DIRS))
+RESERVED_MOUNTS: tuple[str, ...] = (*PROGRAM_DIRS, *sorted(DEVICE_DIRS))
 #: A tree mounted into a sandbox at a path (an attached disk's bucket).
 Mount = tuple[str, "FileSystem"]
 
@@ -99,11 +89,11 @@ _ETC_FILES: dict[str, bytes] = {
 }
 
 
-def _image_nodes() -> list[_Node]:
+def _image_nodes() -> list[Node]:
     nodes = [
-        _Node(d, "directory", 0o1777 if d in _STICKY_DIRS else 0o755, b"") for d in DEFAULT_DIRS
+        Node(d, "directory", 0o1777 if d in _STICKY_DIRS else 0o755, b"") for d in DEFAULT_DIRS
     ]
-    nodes += [_Node(path, "file", 0o644, content) for path, content in _ETC_FILES.items()]
+    nodes += [Node(path, "file", 0o644, content) for path, content in _ETC_FILES.items()]
     return nodes
 
 
@@ -191,7 +181,7 @@ class FileSystem:
         "_max_total_bytes",
         "_native",
         "_pins",
-        "_stuck",
+        "stuck",
     )
 
     def __init__(
@@ -206,23 +196,24 @@ class FileSystem:
         # A tree starts cold (plain Python data): a live bashkit tree holds a runtime and
         # three file descriptors, so only the trees in use are live (see `native`).
         self._native: bashkit.FileSystem | None = None
-        self._cold: list[_Node] | None = _IMAGE if image else []
+        self._cold: list[Node] | None = _IMAGE if image else []
         #: Without the image a tree is truly empty (a disk's bucket, mounted below ``/``): no
         #: devices either, and a ``/dev`` in it is data like any other directory.
         self._bare = not image
         self._pins = 0
-        #: Packing this tree failed once: it stays live as it is (see `_LiveTrees.touch`).
-        self._stuck = False
+        #: Packing this tree failed once: it stays live as it is (see `LiveTrees.touch`).
+        self.stuck = False
 
     @property
     def native(self) -> bashkit.FileSystem:
         """The live tree, mounted at ``/`` by every interpreter of the sandbox. Made live on
-        demand; the least recently used idle trees go cold again past :data:`LIVE_TREES`."""
+        demand; the least recently used idle trees go cold again past
+        :data:`~fake_server.cold_trees.LIVE_TREES`."""
         if self._native is None:
-            self._native = _thaw(self._cold or [], bare=self._bare)
+            self._native = thaw(self._cold or [], bare=self._bare)
             self._cold = None
-        _LIVE.touch(self)
-        return _rooted(self._native)
+        LIVE.touch(self)
+        return rooted(self._native)
 
     def pin(self) -> None:
         """Keep the tree live while an interpreter has it mounted (``unpin`` when done)."""
@@ -236,11 +227,11 @@ class FileSystem:
         """Whether the tree is live now (for tests and the memory benchmark)."""
         return self._native is not None
 
-    def _freeze(self) -> bool:
+    def freeze(self) -> bool:
         """Turn an idle live tree back into plain data; False if it is in use."""
         if self._native is None or self._pins:
             return self._native is None
-        self._cold = _nodes(_rooted(self._native), bare=self._bare)
+        self._cold = pack(rooted(self._native), bare=self._bare)
         self._native = None
         return True
 
@@ -292,7 +283,7 @@ class FileSystem:
         for entry in self.native.read_dir(path):
             child = posixpath.join(path, entry["name"])
             kind = entry["metadata"]["file_type"]
-            if child in _DEVICE_DIRS:
+            if child in DEVICE_DIRS:
                 continue
             if kind == "directory":
                 yield from self._walk_files(child)
@@ -486,134 +477,10 @@ class FileSystem:
             image=not self._bare,
         )
         if self._native is not None:
-            copy._cold = _nodes(self.native, bare=self._bare)
+            copy._cold = pack(self.native, bare=self._bare)
         else:
             copy._cold = self._cold
         return copy
-
-
-def _rooted(tree: bashkit.FileSystem) -> bashkit.FileSystem:
-    """``tree`` with a root again if a command removed it: ``rm -rf --no-preserve-root /`` or
-    ``find / -delete`` take bashkit's root itself, where Linux's root is only ever emptied.
-    A root-less tree reads as an empty root, and what comes next (a command, a pack, a fork)
-    finds one. One ``exists`` call (half a microsecond) on every use of the tree."""
-    if not tree.exists("/"):
-        tree.mkdir("/")
-    return tree
-
-
-class _Node(NamedTuple):
-    """One entry of a cold tree: parents come before their children."""
-
-    path: str
-    kind: str
-    mode: int
-    content: bytes | str  # a file's bytes, a symlink's target, b"" for a directory
-
-
-def _nodes(tree: bashkit.FileSystem, path: str = "/", *, bare: bool = False) -> list[_Node]:
-    nodes: list[_Node] = []
-    for entry in tree.read_dir(path):
-        child = posixpath.join(path, entry["name"])
-        if child in _DEVICE_DIRS and not bare:
-            continue  # every live tree has its own /dev/null, /dev/urandom...
-        kind = entry["metadata"]["file_type"]
-        mode = int(entry["metadata"]["mode"])
-        if kind == "directory":
-            nodes.append(_Node(child, kind, mode, b""))
-            nodes.extend(_nodes(tree, child, bare=bare))
-        elif kind == "symlink":
-            nodes.append(_Node(child, kind, mode, tree.read_link(child)))
-        else:
-            nodes.append(_Node(child, kind, mode, tree.read_file(child)))
-    return nodes
-
-
-#: The mode bashkit gives a directory or file it creates (no ``chmod`` needed to give it)...
-_NEW_MODES = {"directory": 0o755, "file": 0o644}
-#: ...and what a new bashkit tree already holds, with modes of its own.
-_PRESET = frozenset({"/dev", "/home", "/tmp"})
-
-
-def _thaw(nodes: list[_Node], *, bare: bool = False) -> bashkit.FileSystem:
-    tree = bashkit.FileSystem()
-    # A new bashkit tree comes with /dev, /home and /tmp: a bare tree keeps none of them, any
-    # other its /dev (the devices) and /home and /tmp only if they were packed (a command may
-    # have removed them).
-    kept = set() if bare else {"dev", *(n.path[1:] for n in nodes if n.path.count("/") == 1)}
-    for entry in tree.read_dir("/"):
-        if entry["name"] not in kept:
-            tree.remove("/" + entry["name"], recursive=True)
-    for node in nodes:
-        if node.kind == "directory":
-            tree.mkdir(node.path, recursive=True)
-        elif node.kind == "symlink":
-            tree.symlink(str(node.content), node.path)
-            continue
-        else:
-            tree.write_file(node.path, bytes(node.content))  # type: ignore[arg-type]
-        if node.mode != _NEW_MODES[node.kind] or node.path in _PRESET:
-            tree.chmod(node.path, node.mode)
-    return tree
-
-
-#: How many idle trees stay live (each holds a runtime and three file descriptors).
-LIVE_TREES = 64
-
-
-class _LiveTrees:
-    """The live trees, least recently used first; past the limit, idle ones go cold."""
-
-    def __init__(self) -> None:
-        self._order: OrderedDict[int, weakref.ref[FileSystem]] = OrderedDict()
-
-    def touch(self, fs: FileSystem) -> None:
-        key = id(fs)
-        if key in self._order:
-            self._order.move_to_end(key)
-            return
-        self._order[key] = weakref.ref(fs, functools.partial(self._forget, key))
-        if len(self._order) > LIVE_TREES:
-            for old_key, ref in list(self._order.items())[: len(self._order) - LIVE_TREES]:
-                tree = ref()
-                if tree is None or self._pack(tree):
-                    self._order.pop(old_key, None)
-
-    @staticmethod
-    def _pack(tree: FileSystem) -> bool:
-        """Freeze ``tree`` if it is idle, best effort: this runs in whichever request made
-        another tree live, so a tree that cannot be packed must not fail that request (another
-        sandbox's, another tenant's). It stays live as it is, is logged once and never tried
-        again; only its own sandbox's requests can meet what is wrong with it."""
-        if tree._stuck:
-            return False
-        try:
-            return tree._freeze()
-        except Exception:
-            tree._stuck = True
-            log.exception("fake-createos: a sandbox's tree could not be packed; it stays live")
-            return False
-
-    def _forget(self, key: int, _: object) -> None:
-        self._order.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-
-_LIVE = _LiveTrees()
-#: What one live tree costs in file descriptors (its runtime's epoll and wakers).
-FDS_PER_LIVE_TREE = 3
-
-
-def live_trees() -> int:
-    """How many trees are live now (at most :data:`LIVE_TREES` idle ones, plus those in use).
-
-    Example:
-        >>> live_trees() >= 0
-        True
-    """
-    return len(_LIVE)
 
 
 _IMAGE = _image_nodes()

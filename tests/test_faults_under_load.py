@@ -24,7 +24,8 @@ import bashkit
 import pytest
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig, serve
-from fake_server.filesystem import FDS_PER_LIVE_TREE, live_trees, programs
+from fake_server.cold_trees import FDS_PER_LIVE_TREE, live_trees
+from fake_server.filesystem import programs
 
 CLIENTS = 64
 OPS_PER_CLIENT = 12

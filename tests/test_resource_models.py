@@ -201,7 +201,7 @@ def test_a_bucket_tree_is_empty_and_survives_going_cold() -> None:
     tree = FileSystem(image=False)
     assert tree.listdir("/") == []
     tree.write("/dev/not-a-device", b"data", make_parents=True)
-    assert tree._freeze()
+    assert tree.freeze()
     assert tree.listdir("/") == ["dev"]
     assert tree.read("/dev/not-a-device") == b"data"
     assert tree.clone().listdir("/") == ["dev"]

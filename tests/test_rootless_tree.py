@@ -1,7 +1,7 @@
 """A sandbox whose command emptied its root (or took bashkit's root itself): the fake copes
 everywhere, and one tree that cannot be packed never fails another sandbox's request.
 
-The red-team case: with more trees live than :data:`~fake_server.filesystem.LIVE_TREES`, the
+The red-team case: with more trees live than :data:`~fake_server.cold_trees.LIVE_TREES`, the
 fake packs the oldest idle one; a root-less tree could not be read, the error reached whichever
 request (any tenant's) made another tree live, and stayed for every later one. Here the limit is
 made small, so a handful of sandboxes reach it.
@@ -17,7 +17,7 @@ from typing import Any
 import bashkit
 import pytest
 
-from fake_server import FakeCreateOS, filesystem
+from fake_server import FakeCreateOS, cold_trees, filesystem
 from fake_server.filesystem import FileSystem
 from tests.conftest import Client, ClientFactory, create_sandbox, data_of, eventually
 from tests.test_templates import create_template, on_manual_clock
@@ -29,7 +29,7 @@ WIPE = "rm -rf --no-preserve-root /"
 @pytest.fixture(autouse=True)
 def few_live_trees(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pack a tree as soon as three are live (the fake's limit is 64)."""
-    monkeypatch.setattr(filesystem, "LIVE_TREES", 3)
+    monkeypatch.setattr(cold_trees, "LIVE_TREES", 3)
 
 
 async def run(client: Client, sandbox_id: str, script: str) -> dict[str, Any]:
@@ -74,7 +74,7 @@ def test_a_rootless_tree_reads_as_an_empty_root() -> None:
 def test_a_rootless_tree_packs_thaws_and_clones_as_an_empty_root() -> None:
     fs = rootless()
     copy = fs.clone()
-    assert fs._freeze()
+    assert fs.freeze()
     # Thawed, it holds the interpreter's devices and nothing of the image (no /tmp, /home).
     assert fs.listdir("/") == ["dev"]
     assert copy.listdir("/") == ["dev"]
@@ -86,7 +86,7 @@ def test_a_tree_that_cannot_be_packed_stays_live_and_fails_no_one_else(
     broken = FileSystem()
     broken.write("/tmp/x", b"x")  # live, and the oldest
     calls = 0
-    nodes = filesystem._nodes
+    nodes = filesystem.pack
 
     def failing(tree: bashkit.FileSystem, *args: Any, **kwargs: Any) -> list[Any]:
         nonlocal calls
@@ -95,7 +95,7 @@ def test_a_tree_that_cannot_be_packed_stays_live_and_fails_no_one_else(
             raise RuntimeError("io error: not found")
         return nodes(tree, *args, **kwargs)
 
-    monkeypatch.setattr(filesystem, "_nodes", failing)
+    monkeypatch.setattr(filesystem, "pack", failing)
     others = [FileSystem() for _ in range(6)]
     with caplog.at_level(logging.ERROR, logger="fake_server"):
         for tree in others:
