@@ -524,6 +524,9 @@ def programs() -> bashkit.FileSystem:
     if _PROGRAMS is None:
         source = bashkit.Bash().fs()
         tree = bashkit.FileSystem()
+        # A new tree comes with /dev, /home and /tmp: mounted at /bin, they were `ls /bin`'s.
+        for entry in tree.read_dir("/"):
+            tree.remove("/" + entry["name"], recursive=True)
         for entry in source.read_dir("/bin"):
             name = "/" + entry["name"]
             tree.write_file(name, source.read_file("/bin" + name))

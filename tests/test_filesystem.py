@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_server.filesystem import FileSystem, FsError
+from fake_server.filesystem import FileSystem, FsError, programs
 
 
 @pytest.fixture
@@ -309,3 +309,10 @@ def test_modes_are_the_images_and_a_clone_keeps_them() -> None:
 def test_a_new_filesystem_is_small() -> None:
     # Thousands of idle sandboxes each hold one: no per-instance __dict__ or preallocation.
     assert not hasattr(FileSystem(), "__dict__")
+
+
+def test_the_program_directory_holds_programs_only() -> None:
+    # A new bashkit tree's /dev, /home and /tmp showed in `ls /bin` and `ls /usr/bin`.
+    kinds = {entry["metadata"]["file_type"] for entry in programs().read_dir("/")}
+    assert kinds == {"file"}
+    assert programs().exists("/cat")
