@@ -103,6 +103,8 @@ PATH_TOO_DEEP = "path must not be more than {depth} directories deep"
 PATH_TOO_LONG = "path must be at most {path_bytes} bytes long, each name in it at most {name_bytes}"
 FILE_NOT_FOUND = "file not found"
 FILE_IS_DIRECTORY = "path is a directory"
+#: The image's program directories are mounted read-only: the shell cannot write them either.
+FILE_READ_ONLY = "path is on a read-only file system (the image's programs at /bin and /usr/bin)"
 PATH_NAMES_DIRECTORY = "path ends in /: it names a directory, not a file"
 FILE_TOO_LARGE = "file exceeds the maximum upload size"
 PROCESS_NOT_FOUND = "process not found"

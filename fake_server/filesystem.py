@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import bashkit
 
@@ -30,7 +30,6 @@ __all__ = [
     "FileSystem",
     "FsError",
     "Mount",
-    "locate",
     "native_error",
     "programs",
 ]
@@ -46,7 +45,7 @@ def _names(words: str) -> list[str]:
 #: before children; ``/root`` is the default cwd. ``/bin`` and ``/usr/bin`` are mount points:
 #: every interpreter mounts the shared, read-only program directory there (see
 #: :func:`programs`). Ubuntu's ``/var/run`` and ``/var/lock`` are links to ``/run`` and
-#: ``/run/lock``; here they are directories of their own (the files API follows no link).
+#: ``/run/lock``; here they are directories of their own.
 DEFAULT_DIRS: tuple[str, ...] = (
     *(f"/{name}" for name in _names("root tmp etc home bin sbin boot media mnt opt srv run")),
     "/run/lock",
@@ -108,6 +107,7 @@ ERRNO_MESSAGES: dict[str, str] = {
     "ENOTEMPTY": "Directory not empty",
     "ENAMETOOLONG": "File name too long",
     "EROFS": "Read-only file system",
+    "ELOOP": "Too many levels of symbolic links",
 }
 
 #: How bashkit words its I/O errors, and the errno each means (first match wins).
@@ -485,30 +485,6 @@ class FileSystem:
 
 _IMAGE = _image_nodes()
 _PROGRAMS: bashkit.FileSystem | None = None
-
-
-def locate(root: FileSystem, mounts: Iterable[Mount], path: str) -> tuple[FileSystem, str]:
-    """Which tree holds the normalized absolute ``path`` and where in it: the tree mounted
-    deepest above it (its path made relative to the mount), else ``root`` itself. What the
-    files API reads and writes, so it agrees with what commands see.
-
-    Example:
-        >>> root, disk = FileSystem(), FileSystem(image=False)
-        >>> locate(root, [("/mnt/data", disk)], "/mnt/data/a/b.txt") == (disk, "/a/b.txt")
-        True
-        >>> locate(root, [("/mnt/data", disk)], "/mnt/database") == (root, "/mnt/database")
-        True
-    """
-    best: Mount | None = None
-    for mount in mounts:
-        top = mount[0]
-        if (path == top or path.startswith(top + "/")) and (
-            best is None or len(top) > len(best[0])
-        ):
-            best = mount
-    if best is None:
-        return root, path
-    return best[1], "/" + path[len(best[0]) :].lstrip("/")
 
 
 def programs() -> bashkit.FileSystem:

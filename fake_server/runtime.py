@@ -22,9 +22,10 @@ from fake_server import errors
 from fake_server.clock import Clock
 from fake_server.config import ServerConfig
 from fake_server.errors import ApiError
-from fake_server.filesystem import FileSystem, FsError, Mount, locate
+from fake_server.filesystem import FileSystem, FsError, Mount
 from fake_server.identifiers import Identifiers
 from fake_server.lifecycle import Lifecycle
+from fake_server.namespace import Namespace
 from fake_server.network import Network
 from fake_server.processes import ManagedProcess, OutputFrame
 from fake_server.registered_commands import CommandRegistry
@@ -291,15 +292,15 @@ class Runtime:
             raise ApiError(413, errors.FILE_TOO_LARGE)
         return path
 
-    def _locate(self, sandbox: Sandbox, path: str) -> tuple[FileSystem, str]:
-        """The tree holding ``path`` in the sandbox (an attached disk's, below its mount)."""
-        return locate(sandbox.fs, self._mounts_of(sandbox), path)
+    def _files(self, sandbox: Sandbox) -> Namespace:
+        """The sandbox's files as its commands see them: its disks below their mounts, the
+        image's programs, links followed."""
+        return Namespace(sandbox.fs, self._mounts_of(sandbox))
 
     def upload(self, sandbox: Sandbox, raw_path: str | None, data: bytes) -> dict[str, Any]:
         path = self.check_upload(sandbox, raw_path, len(data))
-        tree, place = self._locate(sandbox, path)
         try:
-            tree.write(place, data, make_parents=True)
+            self._files(sandbox).write(path, data, make_parents=True)
         except FsError as exc:
             raise _file_error(exc) from None
         return {"path": path, "bytes": len(data)}
@@ -307,9 +308,8 @@ class Runtime:
     def download(self, sandbox: Sandbox, raw_path: str | None) -> bytes:
         Lifecycle.check_running(sandbox)
         path = self._path(raw_path)
-        tree, place = self._locate(sandbox, path)
         try:
-            return tree.read(place)
+            return self._files(sandbox).read(path)
         except FsError as exc:
             raise _file_error(exc) from None
 
@@ -343,8 +343,7 @@ class Runtime:
         if spec.cwd and not spec.cwd.startswith("/"):  # else "no such directory", misleading
             raise ApiError.invalid("cwd", errors.CWD_NOT_ABSOLUTE)
         cwd = FileSystem.normalize(spec.cwd or sandbox.image.workdir)
-        tree, place = self._locate(sandbox, cwd)
-        if not tree.is_dir(place):
+        if not self._files(sandbox).is_dir(cwd):
             raise ApiError.invalid("cwd", "no such directory")
         cmd = spec.cmd or "/bin/bash"
         self._on_activity(sandbox)
@@ -398,4 +397,6 @@ def _file_error(exc: FsError) -> ApiError:
         return ApiError(400, errors.FILE_IS_DIRECTORY)
     if exc.errno_name == "EFBIG":
         return ApiError(413, errors.FILE_TOO_LARGE)
+    if exc.errno_name == "EROFS":
+        return ApiError(403, errors.FILE_READ_ONLY)
     return ApiError.invalid("path", str(exc))

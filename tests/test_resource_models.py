@@ -8,8 +8,9 @@ import pytest
 from fake_server import FakeCreateOS, ServerConfig
 from fake_server.disks import DiskCredentials, DiskSpec, MountRequest, check_mount_path
 from fake_server.errors import ApiError
-from fake_server.filesystem import FileSystem, locate
+from fake_server.filesystem import FileSystem
 from fake_server.lifecycle import Status
+from fake_server.namespace import locate
 from fake_server.registry import check_name
 from fake_server.sandbox import Sandbox
 from fake_server.sandboxes import CreateSpec

@@ -160,7 +160,7 @@ ROUTES: Routes = (
                     {"downloadFile": {"id": "$request.path.id", "path": "$request.query.path"}}
                 ),
             ),
-            errors=(*BODY_ERRORS, *_RUNTIME_ERRORS),
+            errors=(*BODY_ERRORS, 403, *_RUNTIME_ERRORS),
             body={"required": False, "content": _BYTES},
         ),
     ),
