@@ -17,7 +17,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
-from aiohttp.web_urldispatcher import AbstractResource, AbstractRoute, UrlMappingMatchInfo
+from aiohttp.web_urldispatcher import (
+    AbstractResource,
+    AbstractRoute,
+    MatchInfoError,
+    UrlMappingMatchInfo,
+)
 from yarl import URL
 
 from fake_server import errors
@@ -104,6 +109,7 @@ def build_app(fake: FakeCreateOS) -> web.Application:
     # all but the hot ones are one resource, as registering each took ~1 µs (~93 µs an app).
     for resource in _shared_resources():
         app.router.register_resource(resource)
+    app.router.__class__ = _Router  # the same router, resolving what aiohttp finds no path in
     app.on_cleanup.append(lambda _: fake.stop_commands())
     return app
 
@@ -124,6 +130,29 @@ def _shared_resources() -> tuple[AbstractResource, ...]:
         # every fake's, so one mount would move all their routes. Refused before any moves.
         setattr(resource, "add_prefix", _refuse_prefix)  # noqa: B010  (an instance override)
     return (*resources, _RouteGroup(cold))
+
+
+class _Router(web.UrlDispatcher):
+    """An app's router, whose catch-all also takes a request target that is no path at all:
+    CONNECT's ``host:port`` and ``OPTIONS *``. The catch-all's pattern cannot match them
+    (aiohttp's patterns start with ``/``; CONNECT's path is empty and no resource is even
+    asked), and aiohttp would answer them itself, in plain text, journaled nowhere."""
+
+    __slots__ = ()
+
+    async def resolve(self, request: web.Request) -> UrlMappingMatchInfo:
+        match = await super().resolve(request)
+        if isinstance(match, MatchInfoError):
+            return UrlMappingMatchInfo({"path": request.path}, _unrouted_route())
+        return match
+
+
+@functools.cache
+def _unrouted_route() -> AbstractRoute:
+    """The catch-all's route (among the shared resources, in their group)."""
+    group = _shared_resources()[-1]
+    assert isinstance(group, _RouteGroup)
+    return next(iter(group.router[UNROUTED]))
 
 
 def _refuse_prefix(prefix: str) -> None:

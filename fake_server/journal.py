@@ -468,12 +468,17 @@ def _request_path(target: str) -> str:
     """The decoded path of a request target, as aiohttp gives a request's ``path``: the
     origin form (``/v1/a%2Fb?x=1`` -> ``/v1/a/b``), or a whole URL's path. A ``#`` in a target
     (which no client sends) starts its fragment, as in a URL; some aiohttp versions split
-    ``/x#f?y`` at the ``?`` instead.
+    ``/x#f?y`` at the ``?`` instead. A target with no ``/`` at all names no path: CONNECT's
+    ``host:port`` and ``OPTIONS *`` are kept as they came.
 
     Example:
         >>> _request_path("/v1/%E2%82%AC?limit=1"), _request_path("http://h/a%20b")
         ('/v1/€', '/a b')
+        >>> _request_path("127.0.0.1:22"), _request_path("*")
+        ('127.0.0.1:22', '*')
     """
+    if "/" not in target:
+        return target
     if target.startswith("/"):
         path = target.partition("?")[0].partition("#")[0]
         return URL.build(path=path, encoded=True).path

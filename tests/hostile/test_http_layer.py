@@ -121,3 +121,25 @@ async def test_the_aiohttp_server_fixture_answers_parse_errors_in_the_envelope(
     assert headers["Content-Type"].startswith("application/json")
     assert json.loads(body)["message"] == errors.REQUEST_UNPARSABLE
     assert SECRET not in body
+
+
+@pytest.mark.parametrize(
+    ("request_line", "path"),
+    [
+        (b"CONNECT 127.0.0.1:22 HTTP/1.1", "127.0.0.1:22"),
+        (b"OPTIONS * HTTP/1.1", "*"),
+    ],
+)
+async def test_a_target_that_is_not_a_path_reaches_the_catch_all(
+    served: tuple[FakeCreateOS, str], request_line: bytes, path: str
+) -> None:
+    """Authority-form (CONNECT) and asterisk-form (OPTIONS *) targets match no route's path:
+    they get the envelope and a journal entry, as any request no route serves does."""
+    fake, url = served
+    raw = request_line + b"\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    status, headers, body = await exchange(url, raw)
+    assert status == 404
+    assert headers["Content-Type"].startswith("application/json")
+    assert json.loads(body)["message"] == errors.ROUTE_NOT_FOUND
+    [entry] = fake.journal.requests()
+    assert (entry.method, entry.path, entry.status) == (request_line.split()[0].decode(), path, 404)
