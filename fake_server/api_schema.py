@@ -237,16 +237,21 @@ ERRORS: dict[int, tuple[str, str]] = {
     403: (
         "Forbidden",
         "The key may not use this route (administrators only, or a sandbox's delegated access"
-        " token outside that sandbox's exec, files, processes and desktop); for the control"
-        " API: the request's `Host` is not loopback, its `Origin` is another site, or the"
-        " control token is missing.",
+        " token outside that sandbox's exec, files, processes and desktop); an upload into"
+        " the image's read-only programs (`/bin`, `/usr/bin`); for the control API: the"
+        " request's `Host` is not loopback, its `Origin` is another site, or the control"
+        " token is missing.",
     ),
     404: (
         "NotFound",
         "No such sandbox (or not this tenant's), process, file, network, disk, rule or gate.",
     ),
     405: ("MethodNotAllowed", "The path exists but not with this method (`Allow` lists them)."),
-    408: ("WaitTimeout", "The process did not exit before `timeout_ms`."),
+    408: (
+        "Timeout",
+        "The process did not exit before `timeout_ms`; or none of the request's body arrived"
+        " for `body_timeout_s` (the connection is closed).",
+    ),
     409: ("Conflict", "The operation is not allowed in the current state."),
     410: ("Gone", "The requested output was evicted (`data.oldest_available_seq`)."),
     413: ("TooLarge", "The request body is larger than the fake accepts."),
@@ -364,7 +369,7 @@ TAGS = (
 )
 
 #: What every operation that reads a body may answer about it.
-BODY_ERRORS = (400, 413)
+BODY_ERRORS = (400, 408, 413)
 
 
 class Operation(NamedTuple):

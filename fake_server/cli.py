@@ -150,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
         " it opened or began its next request (default: %(default)s)",
     )
     serve.add_argument(
+        "--body-timeout-s",
+        type=_positive_float,
+        default=defaults.body_timeout_s,
+        help="answer 408 and close the connection when a request body being read makes no"
+        " progress for this long (default: %(default)s)",
+    )
+    serve.add_argument(
         "--write-timeout-s",
         type=_positive_float,
         default=defaults.write_timeout_s,
@@ -277,6 +284,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         exec_output_cap_bytes=args.exec_output_cap,
         idle_tenant_s=args.idle_tenant_s,
         header_timeout_s=args.header_timeout_s,
+        body_timeout_s=args.body_timeout_s,
         write_timeout_s=args.write_timeout_s,
         allow_remote=args.allow_remote,
         control_token=args.control_token,

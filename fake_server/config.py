@@ -69,6 +69,9 @@ class ServerConfig:
     #: A connection that has not sent a complete request head this long after it opened (or
     #: after the first bytes of its next request) is closed; ``None``: no deadline.
     header_timeout_s: float | None = 15.0
+    #: A request whose body makes no progress (none of it arrives) for this long while a route
+    #: reads it is answered 408 and its connection closed; ``None``: no deadline.
+    body_timeout_s: float | None = 15.0
     #: A client that reads nothing of its answer for this long is cut off; ``None``: never.
     write_timeout_s: float | None = 30.0
     heartbeat_s: float = 5.0

@@ -7,6 +7,9 @@
   it sent; the log gets one line without the request's bytes, and the journal an entry.
 - A connection that does not finish a request's headers within ``header_timeout_s`` is closed
   (slow-header clients would otherwise hold sockets until the process runs out of them).
+- A request body that a route is reading and that makes no progress for ``body_timeout_s`` is
+  answered 408 and its connection closed (:class:`BodyDeadline`; a client announcing more
+  than it sends would otherwise hold its socket and its handler forever).
 - A client that stops reading an answer for ``write_timeout_s`` is cut off, and the part of
   the answer buffered for it is dropped (otherwise every stalled download stays in memory).
 - A server that stops cancels the requests its connections are handling at once (aiohttp
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage
+from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
@@ -42,7 +46,13 @@ from fake_server.json_body import encode
 if TYPE_CHECKING:
     from fake_server.fake import FakeCreateOS
 
-__all__ = ["connection_closed", "end_with_client", "harden_connections"]
+__all__ = [
+    "BodyDeadline",
+    "BodyStalled",
+    "connection_closed",
+    "end_with_client",
+    "harden_connections",
+]
 
 log = logging.getLogger("fake_server")
 
@@ -194,6 +204,61 @@ class _HardenedRequestHandler(RequestHandler):
         response = web.Response(status=status, body=body, content_type="application/json")
         response.force_close()  # what follows a request that could not be parsed is noise
         return response
+
+
+class BodyStalled(Exception):
+    """None of a request's body arrived for its deadline (raised where the route reads it)."""
+
+
+class BodyDeadline:
+    """Ends the wait for a request body that makes no progress: once none of it has arrived
+    for ``timeout_s`` (on the loop's time, as the header deadline), the read waiting for it
+    raises :class:`BodyStalled`. Each :meth:`progress` starts the wait anew; :meth:`cancel`
+    when the body is read. Set only while a route reads a body not yet whole: a body that
+    came with its head (most do) costs nothing, and a request held before it reads its body
+    (at a gate) is not cut off for it.
+
+    Example::
+
+        deadline = BodyDeadline(request.content, 15.0)
+        try:
+            while chunk := await request.content.readany():
+                deadline.progress()
+        finally:
+            deadline.cancel()
+    """
+
+    __slots__ = ("_content", "_handle", "_last", "_loop", "_received", "_timeout")
+
+    def __init__(self, content: StreamReader, timeout_s: float) -> None:
+        self._content = content
+        self._timeout = timeout_s
+        self._loop = asyncio.get_running_loop()
+        self._last = self._loop.time()
+        self._received = content.total_bytes
+        self._handle = self._loop.call_at(self._last + timeout_s, self._due)
+
+    def progress(self) -> None:
+        """Some of the body was read (one clock read; the timer is moved only when it fires)."""
+        self._last = self._loop.time()
+        self._received = self._content.total_bytes
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+    def _due(self) -> None:
+        received = self._content.total_bytes
+        if received != self._received:
+            # Bytes arrived that the route has not read yet: the loop may run this timer before
+            # the read they woke (a loop that was held up finds both due at once).
+            self._received = received
+            self._last = self._loop.time()
+        due = self._last + self._timeout
+        if self._loop.time() < due:  # it progressed since: wait for the rest of its time
+            self._handle = self._loop.call_at(due, self._due)
+            return
+        log.info("fake-createos: answered 408 to a request whose body stopped arriving")
+        self._content.set_exception(BodyStalled())
 
 
 def _opens_http2(exc: BaseException | None) -> bool:

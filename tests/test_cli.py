@@ -310,12 +310,20 @@ def test_shell_bounds_reach_the_config() -> None:
 
 def test_connection_deadlines_reach_the_config() -> None:
     args = build_parser().parse_args(
-        ["serve", "--header-timeout-s", "2", "--write-timeout-s", "7.5"]
+        ["serve", "--header-timeout-s", "2", "--body-timeout-s", "3", "--write-timeout-s", "7.5"]
     )
     config = config_from_args(args)
-    assert (config.header_timeout_s, config.write_timeout_s) == (2.0, 7.5)
+    assert (config.header_timeout_s, config.body_timeout_s, config.write_timeout_s) == (
+        2.0,
+        3.0,
+        7.5,
+    )
     defaults = config_from_args(build_parser().parse_args(["serve"]))
-    assert (defaults.header_timeout_s, defaults.write_timeout_s) == (15.0, 30.0)
+    assert (defaults.header_timeout_s, defaults.body_timeout_s, defaults.write_timeout_s) == (
+        15.0,
+        15.0,
+        30.0,
+    )
 
 
 def test_a_fault_file_naming_no_served_route_is_refused_as_the_control_api_does(

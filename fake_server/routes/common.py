@@ -14,7 +14,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from fake_server import errors
 from fake_server.api_schema import Operation, integer, query
 from fake_server.errors import ApiError
-from fake_server.http_protocol import connection_closed
+from fake_server.http_protocol import BodyDeadline, BodyStalled, connection_closed
 from fake_server.json_body import encode
 from fake_server.lifecycle import Status
 from fake_server.sandboxes import LIST_DEFAULT, LIST_MAX
@@ -251,17 +251,28 @@ async def read_bytes(request: web.Request, limit: int) -> bytes:
         raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
     body = bytearray()
     content = request.content
+    timeout = fake_of(request).config.body_timeout_s
+    # A body that came whole with its head (most do) has nothing left to wait for.
+    deadline = None if timeout is None or content.is_eof() else BodyDeadline(content, timeout)
     try:
         # What ``async for chunk in content.iter_any()`` reads, without its iterator object.
         while chunk := await content.readany():
             body += chunk
             if len(body) > limit:
                 raise ApiError(413, errors.BODY_TOO_LARGE, close=True)
+            if deadline is not None:
+                deadline.progress()
     except RequestPayloadError:
         # The stream is broken past repair: nothing more is read from it (aiohttp would try,
         # and log the same error again).
         request.content.feed_eof()
         raise ApiError(400, errors.BODY_UNREADABLE, close=True) from None
+    except BodyStalled:
+        message = errors.BODY_STALLED.format(seconds=timeout)
+        raise ApiError(408, message, close=True) from None
+    finally:
+        if deadline is not None:
+            deadline.cancel()
     return bytes(body)
 
 

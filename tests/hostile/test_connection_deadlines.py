@@ -1,6 +1,7 @@
 """Clients that stall cannot hold the fake's sockets or memory: a connection that does not
-finish a request's headers in time is closed, a client that stops reading its answer is cut
-off (and what was buffered for it dropped), while slow but live clients are served.
+finish a request's headers in time is closed, a request whose body stops arriving is answered
+408 and closed, a client that stops reading its answer is cut off (and what was buffered for
+it dropped), while slow but live clients are served.
 
 The server runs in the test's own loop, so its deadlines and the test's waits are timers of one
 loop: they fire in deadline order, whatever the machine's speed."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -18,7 +20,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from fake_server import FakeCreateOS, ServerConfig, serve
+from fake_server import FakeCreateOS, ServerConfig, errors, serve
 from tests.conftest import eventually
 
 DEADLINE = 0.2
@@ -28,7 +30,11 @@ KEY = {"X-Api-Key": "skp_deadlines"}
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[FakeCreateOS, str]]:
     config = ServerConfig(
-        seed=1, transition_ms=0, header_timeout_s=DEADLINE, write_timeout_s=DEADLINE
+        seed=1,
+        transition_ms=0,
+        header_timeout_s=DEADLINE,
+        body_timeout_s=DEADLINE,
+        write_timeout_s=DEADLINE,
     )
     fake = FakeCreateOS(config)
     async with serve(fake) as url:
@@ -115,6 +121,52 @@ async def test_a_request_held_longer_than_the_header_deadline_is_answered(
         gate.release()
         async with await answer as response:
             assert response.status == 200
+
+
+def head(method: str, path: str, length: int) -> bytes:
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: skp_deadlines\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+async def test_a_body_that_stops_arriving_is_answered_408_and_closed(
+    served: tuple[FakeCreateOS, str],
+) -> None:
+    fake, url = served
+    async with aiohttp.ClientSession(url, headers=KEY) as session:
+        files = (await uploaded(session, b"")).replace("/big", "/stalled")
+    for method, path in (("POST", "/v1/sandboxes"), ("PUT", files)):
+        reader, writer = await connect(url)
+        writer.write(head(method, path, 1000) + b"{")  # announces 1000 bytes, sends one
+        answer = await closed_by_server(reader)
+        writer.close()
+        status_line, _, body = answer.partition(b"\r\n")
+        assert status_line == b"HTTP/1.1 408 Request Timeout"
+        envelope = json.loads(body.partition(b"\r\n\r\n")[2])
+        assert envelope["code"] == 408
+        assert envelope["message"] == errors.BODY_STALLED.format(seconds=DEADLINE)
+    assert [entry.status for entry in fake.journal.requests()][-2:] == [408, 408]
+    async with (
+        aiohttp.ClientSession(url, headers=KEY) as session,
+        session.get("/v1/sandboxes") as response,
+    ):
+        listed = (await response.json())["data"]
+    assert len(listed["data"]) == 1  # the stalled create made nothing
+
+
+async def test_a_body_sent_slowly_but_steadily_is_read(served: tuple[FakeCreateOS, str]) -> None:
+    _, url = served
+    body = json.dumps({"shape": "s-1vcpu-1gb"}).encode()
+    reader, writer = await connect(url)
+    writer.write(head("POST", "/v1/sandboxes", len(body)))
+    # Longer than the deadline in all, never that long without a byte.
+    for start in range(0, len(body), len(body) // 4 + 1):
+        await asyncio.sleep(DEADLINE / 2)
+        writer.write(body[start : start + len(body) // 4 + 1])
+    status_line = await reader.readline()
+    writer.close()
+    assert status_line.startswith(b"HTTP/1.1 200")
 
 
 async def test_a_client_that_stops_reading_is_cut_off_and_its_answer_dropped(
