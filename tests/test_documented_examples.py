@@ -68,6 +68,10 @@ def test_every_page_has_runnable_examples() -> None:
     assert {where.split("_")[0] for where, _ in CURLS} == {"docs"}
 
 
+#: Seconds past which a documented example is too slow to be an example.
+SLOW_EXAMPLE_S = 15
+
+
 def test_every_test_example_passes_as_printed(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(**{f"test_{where}": code for where, code in TESTS})
     # As strict as a project with `filterwarnings = error`: an example that leaks a client's
@@ -79,11 +83,20 @@ def test_every_test_example_passes_as_printed(pytester: pytest.Pytester) -> None
         "-W",
         "error::pytest.PytestUnraisableExceptionWarning",
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rfEs", *strict, timeout=300)
+    # Each example's phases are listed when one takes longer than a reader would wait (one
+    # sent a retry into a gate and waited out two 60 s client timeouts, inside the run's 300 s).
+    slow = ("--durations=0", f"--durations-min={SLOW_EXAMPLE_S}")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rfEs", *strict, *slow, timeout=300
+    )
     outcomes = result.parseoutcomes()
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert outcomes.get("passed", 0) >= len(TESTS)
     assert not outcomes.get("skipped"), result.stdout.str()
+    too_slow = [
+        line for line in result.stdout.lines if re.match(r"\d+\.\d+s (setup|call|teardown) ", line)
+    ]
+    assert not too_slow, too_slow
 
 
 @pytest.mark.parametrize("code", [code for _, code in SCRIPTS], ids=[w for w, _ in SCRIPTS])
