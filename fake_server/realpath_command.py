@@ -22,6 +22,7 @@ from collections import deque
 from typing import Any, Protocol
 
 from fake_server.gnu_options import Failure, Options, quotef, version_text
+from fake_server.namespace import MAX_SYMLINKS
 
 __all__ = ["run_realpath"]
 
@@ -59,8 +60,6 @@ all but the last component must exist
       --version     output version information and exit
 """
 _VERSION = version_text("realpath", "Padraig Brady")
-#: Symbolic links one name may go through (Linux's limit) before it is a loop.
-_MAX_LINKS = 40
 #: What a component is: the first two, or why it is neither (an errno's message).
 _DIRECTORY = "directory"
 _FILE = "file"
@@ -207,7 +206,7 @@ class _Realpath:
                 kind = _NOT_DIR if kind == _FILE else kind
             elif (target := None if no_links else self._link(path)) is not None:
                 links += 1
-                if links <= _MAX_LINKS:
+                if links <= MAX_SYMLINKS:
                     resolved.pop()
                     if target.startswith("/"):
                         resolved.clear()
