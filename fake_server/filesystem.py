@@ -499,10 +499,8 @@ def programs() -> bashkit.FileSystem:
     global _PROGRAMS
     if _PROGRAMS is None:
         source = bashkit.Bash().fs()
-        tree = bashkit.FileSystem()
-        # A new tree comes with /dev, /home and /tmp: mounted at /bin, they were `ls /bin`'s.
-        for entry in tree.read_dir("/"):
-            tree.remove("/" + entry["name"], recursive=True)
+        # Bare: a new tree's /dev, /home and /tmp, mounted at /bin, were `ls /bin`'s.
+        tree = thaw([], bare=True)
         for entry in source.read_dir("/bin"):
             name = "/" + entry["name"]
             tree.write_file(name, source.read_file("/bin" + name))
