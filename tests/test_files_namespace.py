@@ -50,30 +50,27 @@ async def test_a_download_of_a_dangling_link_is_404(
     await expect_error(await client.get(files(sandbox_id, path)), 404, "not found")
 
 
-async def test_an_upload_writes_through_a_link(client: Client, sandbox_id: str) -> None:
-    put = await client.put(files(sandbox_id, "/root/abs"), data=b"new")
-    assert put.status == 200, await put.text()
-    assert await shell(client, sandbox_id, "cat /srv/data/t; readlink /root/abs") == (
-        "new/srv/data/t\n"
-    )
-
-
-async def test_an_upload_to_a_dangling_link_creates_its_target(
-    client: Client, sandbox_id: str
+@pytest.mark.parametrize(
+    ("path", "data", "script", "seen"),
+    [
+        ("/root/abs", b"new", "cat /srv/data/t; readlink /root/abs", "new/srv/data/t\n"),
+        # open(O_CREAT) through a dangling link creates its target.
+        (
+            "/root/dangling",
+            b"made",
+            "cat /srv/data/new; readlink /root/dangling",
+            "made/srv/data/new\n",
+        ),
+        # Below a linked directory, the upload lands in its target.
+        ("/root/dir/sub/f", b"deep", "cat /srv/data/sub/f", "deep"),
+    ],
+)
+async def test_an_upload_writes_through_links(
+    client: Client, sandbox_id: str, path: str, data: bytes, script: str, seen: str
 ) -> None:
-    put = await client.put(files(sandbox_id, "/root/dangling"), data=b"made")
+    put = await client.put(files(sandbox_id, path), data=data)
     assert put.status == 200, await put.text()
-    assert await shell(client, sandbox_id, "cat /srv/data/new; readlink /root/dangling") == (
-        "made/srv/data/new\n"
-    )
-
-
-async def test_an_upload_below_a_linked_directory_lands_in_its_target(
-    client: Client, sandbox_id: str
-) -> None:
-    put = await client.put(files(sandbox_id, "/root/dir/sub/f"), data=b"deep")
-    assert put.status == 200, await put.text()
-    assert await shell(client, sandbox_id, "cat /srv/data/sub/f") == "deep"
+    assert await shell(client, sandbox_id, script) == seen
 
 
 async def test_an_upload_cannot_create_what_a_link_leads_nowhere(
