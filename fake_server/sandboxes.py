@@ -246,7 +246,8 @@ class SandboxService:
         self.lifecycle.pause(sandbox)
         return sandbox
 
-    def resume(self, sandbox: Sandbox) -> Sandbox:
+    def resume(self, tenant: Tenant, sandbox: Sandbox) -> Sandbox:
+        tenant.check_credit()  # a resume costs: after the owner's 404, before the state's 409
         self.lifecycle.resume(sandbox)
         return sandbox
 

@@ -88,7 +88,7 @@ def apply(fake: FakeCreateOS, operation: str, pick: int) -> None:
         elif operation == "pause" and some is not None:
             fake.sandboxes.pause(some)
         elif operation == "resume" and some is not None:
-            fake.sandboxes.resume(some)
+            fake.sandboxes.resume(tenant, some)
         elif operation == "delete" and some is not None:
             fake.sandboxes.delete(some)
         elif operation == "advance":

@@ -208,9 +208,7 @@ async def pause(request: web.Request) -> web.Response:
 
 async def resume(request: web.Request) -> web.Response:
     await read_body(request, EMPTY_BODY)
-    sandbox = sandbox_of(request)  # a foreign or unknown id is a 404 before the credit gate
-    tenant_of(request).check_credit()
-    return ok(fake_of(request).sandboxes.resume(sandbox).view())
+    return ok(fake_of(request).sandboxes.resume(tenant_of(request), sandbox_of(request)).view())
 
 
 FORK = BodySchema(
