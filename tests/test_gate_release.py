@@ -173,6 +173,7 @@ async def test_a_stream_held_after_its_answer_went_out_takes_no_outcome(
             gate = fake.faults.gates["g"]
             with pytest.raises(ValueError, match="cannot apply"):
                 gate.release_request(gate.holding[0], "error")
+            assert gate.release_request(gate.holding[0]) is True
         finally:
             fake.faults.gates["g"].open()
         async with await stream as response:
