@@ -44,6 +44,7 @@ IN_PROCESS_ONLY = (
 )
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 
 class ControlError(RuntimeError):
@@ -361,29 +362,34 @@ class LocalChannel:
 
     def register_command(self, name: str, handler: CommandHandler) -> Callable[[], None]:
         commands = self.fake.commands
-
-        def register() -> CommandHandler | None:
-            replaced = commands.get(name)
-            commands.register(name, handler)
-            return replaced
-
-        replaced = self._call(register)
-        if replaced is None:
-            return lambda: self._call(commands.unregister, name)
-        return lambda: self._call(commands.register, name, replaced)
+        return self._swap_in(commands.get, commands.register, commands.unregister, name, handler)
 
     def register_responder(self, host: str, responder: Responder) -> Callable[[], None]:
         network = self.fake.runtime.network
+        return self._swap_in(
+            network.registered, network.register, network.unregister, host, responder
+        )
 
-        def register() -> Responder | None:
-            replaced = network.registered(host)
-            network.register(host, responder)
+    def _swap_in(
+        self,
+        lookup: Callable[[str], _V | None],
+        register: Callable[[str, _V], None],
+        unregister: Callable[[str], None],
+        key: str,
+        value: _V,
+    ) -> Callable[[], None]:
+        """Register ``value`` under ``key`` in one of the fake's registries; returns what puts
+        back what it replaced (or removes it, if it replaced nothing)."""
+
+        def swap() -> _V | None:
+            replaced = lookup(key)
+            register(key, value)
             return replaced
 
-        replaced = self._call(register)
+        replaced = self._call(swap)  # one hop: the look-up and the change see the same registry
         if replaced is None:
-            return lambda: self._call(network.unregister, host)
-        return lambda: self._call(network.register, host, replaced)
+            return lambda: self._call(unregister, key)
+        return lambda: self._call(register, key, replaced)
 
     def _direct(self) -> LocalChannel:
         """This channel without the thread hand-off, for use on the server's own loop."""
