@@ -9,7 +9,6 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from fake_server import ServerConfig
 from fake_server.fault_rules import FaultError, parse_rule
 from fake_server.faults import check_match
 from fake_server.lifecycle import check_duration_ms
-from fake_server.route_table import CONTROL_PREFIX, RouteTable
+from fake_server.route_table import CONTROL_PREFIX
 from fake_server.routes import route_table
 from pytest_createos._settings import LEAK_MODES
 
@@ -131,18 +130,12 @@ def _fault_rules(value: object) -> list[dict[str, Any]]:
         )
     for index, rule in enumerate(value):
         try:
-            # The route too, which only the fake checked: its refusal named no rule.
-            check_match(parse_rule(rule).match, _served_routes())
+            # The route too, which only the fake checked: its refusal named no rule. The routes
+            # are the fake engine's (both the table and its ``without`` are built once).
+            check_match(parse_rule(rule).match, route_table().without(CONTROL_PREFIX))
         except FaultError as exc:
             raise ValueError(f"rule {index}: {exc.problem}") from None
     return [dict(rule) for rule in value]
-
-
-@functools.cache
-def _served_routes() -> RouteTable:
-    """The routes a rule may match (the control API's excepted), as the fake's engine sees
-    them."""
-    return route_table().without(CONTROL_PREFIX)
 
 
 #: How each marker argument but ``faults`` (:func:`_fault_rules`, whose lists add up) is checked
