@@ -160,6 +160,12 @@ class TestTenant:
     tenant_id: str
     baseline_rules: frozenset[str]
 
+    @property
+    def gate_prefix(self) -> str:
+        """What the test's gate names start with on the fake, so two tests' gates of one name
+        never meet (the handle adds it, the leak report takes it off again)."""
+        return f"{self.tenant_id}."
+
 
 @dataclass(frozen=True)
 class Leftovers:

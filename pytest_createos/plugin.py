@@ -262,7 +262,7 @@ def _open_handle(
         api_key=tenant.api_key,
         tenant_id=tenant.tenant_id,
         seed=seed,
-        gate_prefix=f"{tenant.tenant_id}.",
+        gate_prefix=tenant.gate_prefix,
     )
     rules = list(options.faults)
     if options.latency_ms:
@@ -300,7 +300,7 @@ def _close_handle(
         if handle is not None:  # after the tenant: its commands have been told to stop
             handle.unregister_all()
     if left.sandboxes:
-        message = _leak_message(request.node.nodeid, left, gate_prefix=f"{tenant.tenant_id}.")
+        message = _leak_message(request.node.nodeid, left, gate_prefix=tenant.gate_prefix)
         if mode == "warn":
             # At the test's own line, where the fix is (a stacklevel would name this file).
             request.node.warn(CreateosLeakWarning(message))

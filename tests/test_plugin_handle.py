@@ -42,7 +42,7 @@ def handle(
         api_key=tenant.api_key,
         tenant_id=tenant.tenant_id,
         seed=1,
-        gate_prefix=f"{tenant.tenant_id}.",
+        gate_prefix=tenant.gate_prefix,
     )
     channel.close_test(tenant, leak_check=False)
 
