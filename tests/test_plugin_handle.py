@@ -16,7 +16,7 @@ import pytest
 
 from fake_server import BackgroundServer, FakeCreateOS, ServerConfig
 from pytest_createos.channel import ControlChannel, ControlError, HttpChannel, LocalChannel
-from pytest_createos.server import CreateosServer, HeldRequestInfo, UnknownGateError
+from pytest_createos.server import CreateosServer, GateHandle, HeldRequestInfo, UnknownGateError
 
 DELETE = "DELETE /v1/sandboxes/{id}"
 
@@ -200,3 +200,42 @@ def test_a_gate_added_without_the_handle_keeps_its_own_name(handle: CreateosServ
     )
     gate = handle.faults.gates["raw"]
     assert (gate.name, gate.full_name, gate.held) == ("raw", "raw", 0)
+
+
+class _DepartingChannel:
+    """A channel whose gate holds requests 1 and 2, where 1 leaves (its client gave up) between
+    the handle's listing and its release; ``refuse`` makes the fake refuse 2's outcome."""
+
+    def __init__(self, *, refuse: bool = False) -> None:
+        self.holding = [1, 2]
+        self.refuse = refuse
+        self.released: list[int] = []
+
+    def gate(self, name: str) -> dict[str, Any]:
+        held = [
+            {"id": n, "method": "DELETE", "path": f"/v1/sandboxes/sb_{n}", "since": "t"}
+            for n in self.holding
+        ]
+        return {"name": name, "held": len(held), "passed": 0, "holding": held}
+
+    def release_held(self, name: str, number: int, outcome: str | None) -> None:
+        if number == 1:
+            self.holding.remove(1)  # gone before the release reached it
+            raise ControlError("held request 1 not found")
+        if self.refuse:
+            raise ControlError(f"held request {number} cannot take outcome {outcome!r}")
+        self.holding.remove(number)
+        self.released.append(number)
+
+
+def test_releasing_with_an_outcome_skips_a_request_that_left_meanwhile() -> None:
+    channel = _DepartingChannel()
+    gate = GateHandle(channel, "g")  # type: ignore[arg-type]  # the two calls release makes
+    assert gate.release(outcome="lost") == 1  # 1 left by itself: not counted, not an error
+    assert channel.released == [2]
+
+
+def test_releasing_with_an_outcome_raises_for_a_request_still_held() -> None:
+    gate = GateHandle(_DepartingChannel(refuse=True), "g")  # type: ignore[arg-type]
+    with pytest.raises(ControlError, match="cannot take outcome 'lost'"):
+        gate.release(outcome="lost")
