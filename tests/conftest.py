@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pytest
 from aiohttp.test_utils import TestClient
 
 from fake_server import FakeCreateOS, ServerConfig
+from tests.test_shell import Harness
 
 if TYPE_CHECKING:
     import createos
@@ -20,6 +21,24 @@ if TYPE_CHECKING:
 # String aliases: older aiohttp's TestClient is not subscriptable at run time.
 Client: TypeAlias = "TestClient[Any, Any]"
 ClientFactory: TypeAlias = "Callable[..., Awaitable[TestClient[Any, Any]]]"
+
+
+@pytest.fixture
+def shell_tree() -> str:
+    """The script that makes the files a module's :func:`h` starts with: none, unless the
+    module overrides this fixture."""
+    return ""
+
+
+@pytest.fixture
+async def h(shell_tree: str) -> AsyncIterator[Harness]:
+    """A sandbox shell on a manual clock, over the files :func:`shell_tree` makes."""
+    harness = Harness()
+    if shell_tree:
+        assert (await harness.sh(shell_tree)).status == 0
+    yield harness
+    # Some tests leave a run going on purpose: stop it while this test's loop still runs.
+    await harness.shell.wait_idle()
 
 
 @pytest.fixture

@@ -5,20 +5,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
 from fake_server.shell import Terminal
 from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness, Result
-
-
-@pytest.fixture
-async def h() -> AsyncIterator[Harness]:
-    harness = Harness()
-    yield harness
-    await harness.shell.wait_idle()
 
 
 async def managed(h: Harness, script: str, stdin: bytes = b"") -> Result:

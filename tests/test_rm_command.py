@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from tests.test_shell import Harness
@@ -79,11 +77,8 @@ CASES: list[tuple[str, str, str, int]] = [
 
 
 @pytest.fixture
-async def h() -> AsyncIterator[Harness]:
-    harness = Harness()
-    assert (await harness.sh(TREE)).status == 0
-    yield harness
-    await harness.shell.wait_idle()
+def shell_tree() -> str:
+    return TREE
 
 
 @pytest.mark.parametrize(("script", "out", "err", "status"), CASES, ids=[c[0] for c in CASES])

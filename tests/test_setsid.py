@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,13 +15,6 @@ from tests.conftest import Client, create_sandbox, data_of
 from tests.test_shell import Harness
 
 TRY_HELP = "Try 'setsid --help' for more information.\n"
-
-
-@pytest.fixture
-async def h() -> AsyncIterator[Harness]:
-    harness = Harness()
-    yield harness
-    await harness.shell.wait_idle()
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -53,14 +52,6 @@ class Harness:
 
     async def sh(self, script: str, **options: object) -> Result:
         return await self.run("/bin/bash", "-lc", script, **options)
-
-
-@pytest.fixture
-async def h() -> AsyncIterator[Harness]:
-    harness = Harness()
-    yield harness
-    # Some tests leave a run going on purpose: stop it while this test's loop still runs.
-    await harness.shell.wait_idle()
 
 
 async def settle() -> None:

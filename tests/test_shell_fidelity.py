@@ -5,21 +5,11 @@ printed for the same script and stdin."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from fake_server.shell import Terminal
 from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness
-
-
-@pytest.fixture
-async def h() -> AsyncIterator[Harness]:
-    harness = Harness()
-    yield harness
-    await harness.shell.wait_idle()
-
 
 # -- an /exec's stdin ----------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 
 import bashkit
 import pytest
@@ -17,13 +16,6 @@ from fake_server.gathering import Gathering, Parse, Parser, needs_more
 from fake_server.shell import ShellLimits, Terminal
 from fake_server.streams import BufferSink, StdinReader
 from tests.test_shell import Harness, Result
-
-
-@pytest.fixture
-async def h() -> AsyncIterator[Harness]:
-    harness = Harness()
-    yield harness
-    await harness.shell.wait_idle()
 
 
 @pytest.fixture(params=["one piece", "line by line"])
