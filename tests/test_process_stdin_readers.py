@@ -180,30 +180,28 @@ async def test_a_traced_shell_the_script_starts_traces_its_own_script_only(
     assert (follower.output("stdout"), follower.output("stderr")) == expected
 
 
-async def test_a_runner_that_runs_no_reader_does_not_wait_for_stdin(
-    aiohttp_client: ClientFactory,
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # A runner that runs no reader does not wait for the process's stdin.
+        ("command -v cat; env -i A=1 env; command echo hi; env true && echo ok",
+         b"/usr/bin/cat\nA=1\nhi\nok\n"),
+        # A pipe or a redirection wins over the process's stdin.
+        ("echo abc | wc -c; wc -c <<< hello; printf 'b\\na\\n' > /tmp/in; sort < /tmp/in",
+         b"4\n6\na\nb\n"),
+    ],
+    ids=["a runner without a reader", "a pipe or a redirection"],
+)  # fmt: skip
+async def test_a_command_that_reads_no_live_stdin_does_not_wait_for_it(
+    aiohttp_client: ClientFactory, script: str, expected: bytes
 ) -> None:
     _, client, sandbox_id = await serve(aiohttp_client)
-    script = "command -v cat; env -i A=1 env; command echo hi; env true && echo ok"
     base = await start_script(client, sandbox_id, script)
     done = await wait_exit(client, base)  # stdin is never closed
     assert (done["state"], done["exit_code"]) == ("exited", 0)
     follower = await Follower.open(client, base)
     await follower.to_end()
-    assert follower.output("stdout") == b"/usr/bin/cat\nA=1\nhi\nok\n"
-
-
-async def test_a_pipe_or_a_redirection_wins_over_the_process_stdin(
-    aiohttp_client: ClientFactory,
-) -> None:
-    _, client, sandbox_id = await serve(aiohttp_client)
-    script = "echo abc | wc -c; wc -c <<< hello; printf 'b\\na\\n' > /tmp/in; sort < /tmp/in"
-    base = await start_script(client, sandbox_id, script)
-    done = await wait_exit(client, base)  # stdin is never closed
-    assert (done["state"], done["exit_code"]) == ("exited", 0)
-    follower = await Follower.open(client, base)
-    await follower.to_end()
-    assert follower.output("stdout") == b"4\n6\na\nb\n"
+    assert follower.output("stdout") == expected
 
 
 async def test_a_registered_command_keeps_its_own_live_stdin(aiohttp_client: ClientFactory) -> None:
