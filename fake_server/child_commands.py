@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import bashkit
 
 from fake_server.clock import RealClock
+from fake_server.gnu_options import Failure, Options
 from fake_server.sandbox_commands import LIVE_STDIN_FLAG, parse_interval, pump_pipe, usage_error
 from fake_server.streams import StdinReader
 
@@ -51,7 +52,12 @@ Options:
 
 For more details see setsid(1).
 """
-_SETSID_LONG = {"--ctty": "c", "--fork": "f", "--wait": "w", "--help": "h", "--version": "V"}
+_SETSID_OPTIONS = Options(
+    long=(("ctty", "no", "c"), ("fork", "no", "f"), ("wait", "no", "w"), ("help", "no", "h"),
+          ("version", "no", "V")),
+    short=dict.fromkeys("cfwhV", "no"),
+    permute=False,
+)  # fmt: skip
 #: Exit statuses of a program that could not be executed, as util-linux's ``errexec`` gives.
 _CANNOT_EXECUTE = {"No such file or directory": 127, "Permission denied": 126}
 
@@ -115,21 +121,11 @@ async def setsid(commands: SandboxCommands, ctx: bashkit.CommandContext) -> int:
     with ``&``, as ``nohup setsid server >log 2>&1 &``. ``-c`` needs a terminal (a PTY
     process).
     """
-    args = list(ctx.argv)
-    flags: set[str] = set()
-    while args and args[0].startswith("-") and args[0] != "-":
-        option = args.pop(0)
-        if option == "--":
-            break
-        if option.startswith("--"):
-            if option not in _SETSID_LONG:
-                return await _usage(ctx, "setsid", f"unrecognized option '{option}'", 1)
-            flags.add(_SETSID_LONG[option])
-            continue
-        for letter in option[1:]:
-            if letter not in "cfwhV":
-                return await _usage(ctx, "setsid", f"invalid option -- '{letter}'", 1)
-            flags.add(letter)
+    args: list[str] = []
+    try:
+        flags = {key for key, _ in _SETSID_OPTIONS.parse(ctx.argv, args)}
+    except Failure as failure:
+        return await _usage(ctx, "setsid", failure.message, 1)
     if "h" in flags:
         await ctx.stdout.write(SETSID_USAGE.encode())
         return 0

@@ -1,5 +1,5 @@
 """GNU command-line conventions shared by the commands the fake writes itself (``date``,
-``realpath``): glibc ``getopt_long`` with permutation, gnulib's ``quote`` and ``quotef``, and the
+``realpath``, ``rm``, ``setsid``): glibc ``getopt_long``, gnulib's ``quote`` and ``quotef``, and the
 way a coreutils program reports a failure.
 
 Example:
@@ -59,10 +59,19 @@ class Failure(Exception):
 @dataclass(frozen=True)
 class Options:
     """One command's options: ``long`` as (name, argument, key) in the program's table order
-    (glibc's ambiguity messages follow it), ``short`` as letter -> argument."""
+    (glibc's ambiguity messages follow it), ``short`` as letter -> argument; ``permute`` False
+    for a program that runs another (``getopt``'s ``+``): its options end at the first operand.
+
+    Example:
+        >>> operands: list[str] = []
+        >>> list(Options(long=(), short={"f": "no"}, permute=False).parse(["-f", "ls", "-f"],
+        ...     operands)), operands
+        ([('f', None)], ['ls', '-f'])
+    """
 
     long: Sequence[tuple[str, Argument, str]]
     short: Mapping[str, Argument]
+    permute: bool = True
 
     def parse(self, args: Sequence[str], operands: list[str]) -> Iterator[tuple[str, str | None]]:
         """glibc ``getopt_long`` with permutation: yields (key, value) for each option in
@@ -94,6 +103,9 @@ class Options:
                     break
             else:
                 operands.append(arg)
+                if not self.permute:
+                    operands.extend(args[i:])
+                    return
 
     def _long_option(self, arg: str, args: Sequence[str], i: int) -> tuple[str, str | None, int]:
         name, eq, value = arg[2:].partition("=")

@@ -31,6 +31,9 @@ TRY_HELP = "Try 'setsid --help' for more information.\n"
         ("setsid --fork -w sh -c 'exit 4'", 4, "", ""),
         ("setsid -fw sh -c 'exit 4'", 4, "", ""),
         ("setsid -V", 0, "setsid from util-linux 2.39.3\n", ""),
+        # getopt_long: a long option's unique prefix names it; options end at the program.
+        ("setsid --ver", 0, "setsid from util-linux 2.39.3\n", ""),
+        ("setsid echo -w --fork", 0, "-w --fork\n", ""),
         (
             "setsid nosuch arg",
             127,
@@ -53,6 +56,12 @@ TRY_HELP = "Try 'setsid --help' for more information.\n"
         ("setsid", 1, "", "setsid: no command specified\n" + TRY_HELP),
         ("setsid -x true", 1, "", "setsid: invalid option -- 'x'\n" + TRY_HELP),
         ("setsid --bogus true", 1, "", "setsid: unrecognized option '--bogus'\n" + TRY_HELP),
+        (
+            "setsid --fork=x true",
+            1,
+            "",
+            "setsid: option '--fork' doesn't allow an argument\n" + TRY_HELP,
+        ),
         (
             "setsid -c true",
             1,
