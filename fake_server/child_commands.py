@@ -34,6 +34,14 @@ __all__ = ["SETSID_USAGE", "TIMEOUT_STATUS", "setsid", "timeout"]
 TIMEOUT_STATUS = 124
 #: How long past its duration a ``timeout`` child on a real clock may still run: its deadline.
 DEADLINE_GRACE_S = 0.5
+#: GNU timeout's options (not its ``--help`` and ``--version``): ``-k``'s value is taken and
+#: unused, the fake's command ends at the first signal.
+_TIMEOUT_OPTIONS = Options(
+    long=(("kill-after", "req", "k"), ("signal", "req", "s"), ("verbose", "no", "v"),
+          ("foreground", "no", "foreground"), ("preserve-status", "no", "preserve-status")),
+    short={"k": "req", "s": "req", "v": "no"},
+    permute=False,
+)  # fmt: skip
 _SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
 #: The util-linux of Ubuntu 24.04, the image's.
 _SETSID_VERSION = "setsid from util-linux 2.39.3\n"
@@ -65,22 +73,16 @@ _CANNOT_EXECUTE = {"No such file or directory": 127, "Permission denied": 126}
 async def timeout(commands: SandboxCommands, ctx: bashkit.CommandContext) -> int:
     """GNU ``timeout DURATION COMMAND...`` on the fake's clock: 124 when the time runs out
     (``128+9`` for ``-s KILL``, ``128+N`` with ``--preserve-status``), 125 for a usage error."""
-    args = list(ctx.argv)
+    args: list[str] = []
     signal = "TERM"
     preserve = False
-    while args and args[0].startswith("-") and args[0] != "-":
-        option = args.pop(0)
-        if option == "--":
-            break
-        name, _, value = option.partition("=")
-        if name in ("-s", "--signal", "-k", "--kill-after") and not value:
-            value = args.pop(0) if args else ""
-        if name in ("-s", "--signal"):
-            signal = value.upper().removeprefix("SIG")
-        elif name == "--preserve-status":
-            preserve = True
-        elif name not in ("-k", "--kill-after", "--foreground", "-v", "--verbose"):
-            return await _usage(ctx, "timeout", f"unrecognized option '{option}'", 125)
+    try:
+        for key, value in _TIMEOUT_OPTIONS.parse(ctx.argv, args):
+            if key == "s":
+                signal = str(value).upper().removeprefix("SIG")
+            preserve = preserve or key == "preserve-status"
+    except Failure as failure:
+        return await _usage(ctx, "timeout", failure.message, 125)
     if len(args) < 2:
         return await _usage(ctx, "timeout", "missing operand", 125)
     duration = parse_interval(args[0])

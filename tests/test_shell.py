@@ -277,6 +277,19 @@ async def test_timeout_kill_signal_and_usage(h: Harness) -> None:
     assert (await h.run("timeout", "soon", "true")).status == 125
 
 
+@pytest.mark.parametrize("signal", [["-sKILL"], ["--sig=KILL"], ["-vs", "KILL"]])
+async def test_timeout_takes_its_options_as_getopt_long_does(h: Harness, signal: list[str]) -> None:
+    run = asyncio.ensure_future(h.run("timeout", *signal, "1", "sleep", "9"))
+    await wait_for_sleepers(h.clock, 2)
+    h.clock.advance(1)
+    assert (await run).status == 137
+    result = await h.run("timeout", "-x", "1", "true")
+    assert (result.status, result.err) == (
+        125,
+        "timeout: invalid option -- 'x'\nTry 'timeout --help' for more information.\n",
+    )
+
+
 async def test_timeout_chain_that_runs_itself_ends_with_an_error(h: Harness) -> None:
     script = "echo 'timeout 1000 /tmp/t' > /tmp/t; chmod +x /tmp/t; timeout 1 /tmp/t"
     result = await h.sh(script)
