@@ -136,13 +136,25 @@ async def _resume_unconfirmed_lease(kit: ConformanceKit, run: ScenarioRun, host:
     await run.judge_resume(host, resume, sandbox)
 
 
-async def _concurrent_resumes(kit: ConformanceKit, run: ScenarioRun, host: Host[Any]) -> None:
+async def _released(
+    kit: ConformanceKit, run: ScenarioRun, host: Host[Any]
+) -> tuple[Any, str] | None:
+    """Acquire a lease and release it, and wait for its cleanup to be over: for the scenarios
+    about the resumes that follow, not the release. ``None`` when the host acquired none."""
     acquired = await run.acquire(host.acquire())
     if acquired is None:
-        return
+        return None
     lease, sandbox = acquired
     await run.call(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
-    await kit.wait_still(sandbox)  # this scenario is about the resumes, not the release
+    await kit.wait_still(sandbox)
+    return acquired
+
+
+async def _concurrent_resumes(kit: ConformanceKit, run: ScenarioRun, host: Host[Any]) -> None:
+    released = await _released(kit, run, host)
+    if released is None:
+        return
+    lease, sandbox = released
     watch = run.gate(text.HELD_RESUME, sandbox, {RESUME})
     resume = text.CALL.format(hook="resume", sandbox=sandbox)
     first = run.spawn(f"{resume} #1", host.resume(lease))
@@ -159,12 +171,10 @@ async def _concurrent_resumes(kit: ConformanceKit, run: ScenarioRun, host: Host[
 
 
 async def _resume_refused_for_now(kit: ConformanceKit, run: ScenarioRun, host: Host[Any]) -> None:
-    acquired = await run.acquire(host.acquire())
-    if acquired is None:
+    released = await _released(kit, run, host)
+    if released is None:
         return
-    lease, sandbox = acquired
-    await run.call(text.CALL.format(hook="release", sandbox=sandbox), host.release(lease))
-    await kit.wait_still(sandbox)  # this scenario is about the resume, not the release
+    lease, sandbox = released
     # The service refuses a resume that meets its sandbox still settling: nothing happens.
     run.fail_next(409, {RESUME}, sandbox)
     run.step(text.STEP_CONFLICT_NO_EFFECT.format(sandbox=sandbox))
