@@ -18,7 +18,7 @@ from pytest_createos.kit import ConformanceKit, LeaseHostAdapter, ScenarioReport
 from pytest_createos.provider import LeaseProvider
 from pytest_createos.provider.config import _Settings
 from pytest_createos.server import CreateosServer
-from tests.kit.test_scenarios import REFUSAL_SCENARIOS
+from tests.kit.test_scenarios import REFUSAL_SCENARIOS, lease_params
 
 CONFLICT, RATE_LIMITED = REFUSAL_SCENARIOS
 
@@ -150,8 +150,7 @@ async def test_a_provider_waiting_out_a_refused_resume_is_caught(
 async def test_a_provider_ignoring_retry_after_is_caught(
     reuse: bool, createos_kit: ConformanceKit, createos_lease_params: dict[str, Any]
 ) -> None:
-    params = {**createos_lease_params, "config": {**createos_lease_params["config"]}}
-    params["config"]["reuseLease"] = reuse
+    params = lease_params(createos_lease_params, reuse)
     report = await run(createos_kit, RATE_LIMITED, RateLimitProvider(), params)
     assert report.failed_checks == {"retry-after-honoured"}, report.format()
     # The resume's retry, and the release's: its delete, or its pause (the lease kept warm).
@@ -170,10 +169,6 @@ async def test_a_provider_ignoring_retry_after_is_caught(
 # -- hosts ----------------------------------------------------------------------------------------
 
 HOST_SCENARIO = "resume-refused-for-now"
-
-
-def lease_params(params: dict[str, Any], reuse: bool) -> dict[str, Any]:
-    return {**params, "config": {**params["config"], "reuseLease": reuse}}
 
 
 @pytest.mark.parametrize("reuse", [False, True], ids=["release-deletes", "release-pauses"])

@@ -73,11 +73,15 @@ class TestBackgroundReleaseHost(HostConformance):
         return BackgroundReleaseHost(LeaseHost(createos_provider, **warm_params))
 
 
+def lease_params(params: dict[str, Any], reuse: bool) -> dict[str, Any]:
+    """``params`` whose released leases are kept warm (paused; ``reuse``) or deleted."""
+    return {**params, "config": {**params["config"], "reuseLease": reuse}}
+
+
 @pytest.fixture
 def warm_params(createos_lease_params: dict[str, Any]) -> dict[str, Any]:
     """Lease parameters that keep released leases warm (paused) instead of deleting them."""
-    config = {**createos_lease_params["config"], "reuseLease": True}
-    return {**createos_lease_params, "config": config}
+    return lease_params(createos_lease_params, True)
 
 
 # -- providers that get the guard wrong --------------------------------------------------------
