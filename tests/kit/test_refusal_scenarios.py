@@ -18,7 +18,7 @@ from pytest_createos.kit import ConformanceKit, LeaseHostAdapter, ScenarioReport
 from pytest_createos.provider import LeaseProvider
 from pytest_createos.provider.config import _Settings
 from pytest_createos.server import CreateosServer
-from tests.kit.test_scenarios import REFUSAL_SCENARIOS, lease_params
+from tests.kit.test_scenarios import REFUSAL_SCENARIOS, a_sandbox, lease_params
 
 CONFLICT, RATE_LIMITED = REFUSAL_SCENARIOS
 
@@ -207,10 +207,7 @@ async def test_a_host_failing_on_a_refused_resume_is_caught(
 async def test_the_kits_check_holds_retries_to_the_tests_own_rules(
     createos_server: CreateosServer, createos_kit: ConformanceKit
 ) -> None:
-    headers = {"X-Api-Key": createos_server.api_key}
-    async with aiohttp.ClientSession(createos_server.url, headers=headers) as session:
-        async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
-            sandbox = (await created.json())["data"]["id"]
+    async with a_sandbox(createos_server) as (session, sandbox):
         createos_server.faults.error(
             429, route="DELETE /v1/sandboxes/{id}", sandbox=sandbox, times=1, retry_after=1
         )

@@ -4,6 +4,8 @@ deliberately broken variant is caught by the check made for its bug."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -378,15 +380,22 @@ async def test_unknown_scenarios_name_the_known_ones(createos_kit: ConformanceKi
 # -- the kit's checks over a test's own journal -------------------------------------------------
 
 
-async def test_kit_checks_the_tests_own_journal(
-    createos_server: CreateosServer, createos_kit: ConformanceKit
-) -> None:
-    headers = {"X-Api-Key": createos_server.api_key}
-    async with aiohttp.ClientSession(createos_server.url, headers=headers) as session:
+@asynccontextmanager
+async def a_sandbox(server: CreateosServer) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
+    """A session with the fake's key, and a sandbox it created: a test's own requests."""
+    headers = {"X-Api-Key": server.api_key}
+    async with aiohttp.ClientSession(server.url, headers=headers) as session:
         # Every response is read to the end: an unread one holds its connection (older aiohttp
         # warns about it when the session closes).
         async with session.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}) as created:
             sandbox = (await created.json())["data"]["id"]
+        yield session, sandbox
+
+
+async def test_kit_checks_the_tests_own_journal(
+    createos_server: CreateosServer, createos_kit: ConformanceKit
+) -> None:
+    async with a_sandbox(createos_server) as (session, sandbox):
         createos_kit.assert_ok(keep=[sandbox])
         async with session.delete(f"/v1/sandboxes/{sandbox}") as deleted:
             assert deleted.status == 200
