@@ -4,6 +4,7 @@ waited out, and a pause, resume or delete refused with 409 or 429 is sent again 
 
 from __future__ import annotations
 
+from pytest_createos._refusal_checks import RETRY_AFTER_SLACK_S
 from pytest_createos.kit import check_refusals_retried, check_retry_after
 from tests.test_kit import DELETE, GET, PAUSE, RESUME, SB, Script, only, script
 
@@ -49,6 +50,18 @@ def test_a_retry_after_the_wait_is_fine(script: Script) -> None:
     script.wait(1.0)
     script.call(RESUME, SB, state="paused")
     assert check_retry_after(script.journal, {"r1": 1.0}) == []
+
+
+def test_a_retry_early_by_less_than_the_slack_is_fine(script: Script) -> None:
+    # The client measured its wait from a moment later than the fake's answer: float rounding.
+    rate_limited(script, RESUME, took=0.1)
+    script.wait(1.0 - RETRY_AFTER_SLACK_S / 2)
+    script.call(RESUME, SB, state="paused")
+    assert check_retry_after(script.journal, {"r1": 1.0}) == []
+    rate_limited(script, RESUME, rule="r2", took=0.1)
+    script.wait(1.0 - RETRY_AFTER_SLACK_S * 2)
+    script.call(RESUME, SB, state="paused")
+    only(check_retry_after(script.journal, {"r2": 1.0}), "retry-after-honoured")
 
 
 def test_only_the_rules_named_set_a_wait(script: Script) -> None:
