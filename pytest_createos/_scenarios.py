@@ -222,6 +222,20 @@ def _lease_args(params: Mapping[str, Any], lease: Any) -> dict[str, Any]:
     }
 
 
+def _execute_probe(
+    kit: ConformanceKit,
+    provider: LeaseProviderLike,
+    params: Mapping[str, Any],
+    lease: Any,
+    sandbox: str,
+) -> tuple[str, Coroutine[Any, Any, Any]]:
+    """How a step names it, and the ``execute()`` call itself, of the kit's probe command on
+    ``lease`` (of ``sandbox``)."""
+    program, *words = shlex.split(kit.probe_command)
+    call = text.CALL_RUN.format(hook="execute", sandbox=sandbox, command=kit.probe_command)
+    return call, provider.execute(**params, lease=lease, command=program, args=words)
+
+
 async def _expect_refusal(
     run: ScenarioRun, provider: LeaseProviderLike, args: Mapping[str, Any], sandbox: str, when: str
 ) -> asyncio.Future[Any]:
@@ -318,11 +332,7 @@ async def _provider_resume_after_lost_start(
         return
     lease, sandbox, args = acquired
     lost_rules = run.lose_answers(text.LOST_START, {START_PROCESS, EXEC}, sandbox)
-    program, *words = shlex.split(kit.probe_command)
-    await run.call(
-        text.CALL_RUN.format(hook="execute", sandbox=sandbox, command=kit.probe_command),
-        provider.execute(**params, lease=lease, command=program, args=words),
-    )
+    await run.call(*_execute_probe(kit, provider, params, lease, sandbox))
     lost = run.fired(lost_rules, sandbox)
     run.remove_rules(lost_rules)
     if lost is None:
@@ -374,9 +384,7 @@ async def _judge_provider_resume(
         problem = text.EXPIRED_INTACT
     else:
         mark = kit.mark()
-        program, *words = shlex.split(kit.probe_command)
-        call = text.CALL_RUN.format(hook="execute", sandbox=sandbox, command=kit.probe_command)
-        executing = provider.execute(**params, lease=lease, command=program, args=words)
+        call, executing = _execute_probe(kit, provider, params, lease, sandbox)
         ran = await run.finish(run.spawn(call, executing, quiet=True))
         if ran.failed:
             problem = ran.failure("execute() on it")
